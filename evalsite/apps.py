@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class EvalsiteConfig(AppConfig):
+    name = "evalsite"
+    verbose_name = "evalsite accounts"

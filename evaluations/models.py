@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+from django.conf import settings as django_settings
+from django.db import models
+
+from datasets.models import DatasetVersion, Example
+from judges.models import JudgeConfig
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    CANCELLING = "cancelling"
+    COMPLETED = "completed"
+    COMPLETED_WITH_ERRORS = "completed_with_errors"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINISHED_STATUSES = (RunStatus.COMPLETED, RunStatus.COMPLETED_WITH_ERRORS, RunStatus.FAILED, RunStatus.CANCELLED)
+
+
+class Run(models.Model):
+    name = models.CharField(max_length=200, blank=True)
+    dataset_version = models.ForeignKey(DatasetVersion, related_name="runs", on_delete=models.PROTECT)
+    judge_config = models.ForeignKey(JudgeConfig, related_name="runs", on_delete=models.PROTECT)
+    metrics = models.JSONField(default=list)  # metric names, in order
+    settings = models.JSONField(default=dict)  # weights, thresholds, citation pattern, repeats, ...
+    status = models.CharField(max_length=24, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)
+    error = models.TextField(blank=True)
+    items_total = models.PositiveIntegerField(default=0)
+    items_done = models.PositiveIntegerField(default=0)
+    items_failed = models.PositiveIntegerField(default=0)
+    aggregates = models.JSONField(default=dict)
+    judge_calls = models.PositiveIntegerField(default=0)
+    cache_hits = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    created_by = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name or f"run {self.pk}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_STATUSES
+
+
+class ItemStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    ERROR = "error"
+
+
+class RunItem(models.Model):
+    run = models.ForeignKey(Run, related_name="items", on_delete=models.CASCADE)
+    example = models.ForeignKey(Example, related_name="run_items", on_delete=models.PROTECT)
+    status = models.CharField(max_length=12, choices=ItemStatus.choices, default=ItemStatus.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    overall_score = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+        constraints = [models.UniqueConstraint(fields=["run", "example"], name="uniq_run_item")]
+        indexes = [models.Index(fields=["run", "status"], name="runitem_run_status")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}/{self.example_id}"
+
+
+class MetricResult(models.Model):
+    item = models.ForeignKey(RunItem, related_name="results", on_delete=models.CASCADE)
+    metric = models.CharField(max_length=32)
+    score = models.FloatField(null=True, blank=True)  # None: skipped
+    passed = models.BooleanField(null=True)
+    threshold = models.FloatField(null=True, blank=True)
+    feedback = models.TextField(blank=True)
+    details = models.JSONField(default=dict)
+    raw_value = models.JSONField(null=True, blank=True)  # the judge's values before clamps / overrides
+    prompt_version = models.CharField(max_length=64, blank=True)
+    skipped_reason = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["item", "metric"]
+        constraints = [models.UniqueConstraint(fields=["item", "metric"], name="uniq_item_metric")]
+
+    def __str__(self) -> str:
+        return f"{self.metric}={self.score}"
+
+
+class Verdict(models.TextChoices):
+    SUPPORTED = "SUPPORTED"
+    PARTIALLY_SUPPORTED = "PARTIALLY_SUPPORTED"
+    CONTRADICTED = "CONTRADICTED"
+    NOT_ENOUGH_INFO = "NOT_ENOUGH_INFO"
+
+
+class Claim(models.Model):
+    item = models.ForeignKey(RunItem, related_name="claims", on_delete=models.CASCADE)
+    position = models.PositiveIntegerField()
+    text = models.TextField()
+    judge_verdict = models.CharField(max_length=24, choices=Verdict.choices)
+    current_verdict = models.CharField(max_length=24, choices=Verdict.choices)
+    evidence = models.TextField(blank=True)
+    context_ids = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["item", "position"]
+        constraints = [models.UniqueConstraint(fields=["item", "position"], name="uniq_claim_position")]
+
+    def __str__(self) -> str:
+        return self.text[:60]
+
+
+class VerdictOverride(models.Model):
+    claim = models.ForeignKey(Claim, related_name="overrides", on_delete=models.CASCADE)
+    reviewer = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    old_verdict = models.CharField(max_length=24, choices=Verdict.choices)
+    new_verdict = models.CharField(max_length=24, choices=Verdict.choices)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
