@@ -54,3 +54,18 @@ class RubricScores:
 class Correctness:
     score: float  # 1..5
     justification: str
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    """What the gateway returns for one prompt: the parsed value and the call's accounting."""
+
+    value: object  # list[str] | list[ClaimVerdict] | Relevancy | RubricScores | Correctness
+    prompt_name: str
+    prompt_version: str
+    call_id: int | None = None
+    cached: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    latency_ms: int = 0

@@ -1,0 +1,61 @@
+"""Types every metric shares. A metric: `name`, `uses_judge`, and `evaluate(item, ctx) -> MetricOutcome`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from judges.types import Context, JudgeResult
+
+
+@dataclass(frozen=True)
+class ItemInput:
+    """One dataset example as the metrics see it (built from datasets.Example)."""
+
+    query: str
+    response: str
+    contexts: tuple[Context, ...]
+    reference_answer: str = ""
+    expected_context_ids: tuple[str, ...] = ()
+    retrieved_ids: tuple[str, ...] | None = None  # rank order; None: the contexts' order
+
+
+@dataclass
+class ClaimRecord:
+    position: int
+    text: str
+    verdict: str
+    evidence: str = ""
+    context_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MetricOutcome:
+    metric: str
+    score: float | None = None  # None only when skipped
+    passed: bool | None = None
+    threshold: float | None = None
+    feedback: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    raw_value: Any = None  # the judge's values before clamps / normalisation to 0..1
+    prompt_version: str = ""
+    skipped_reason: str = ""
+    claims: list[ClaimRecord] = field(default_factory=list)
+
+
+# prompt name, fields -> parsed reply; raises judges.types.JudgeError when the call fails for good.
+JudgeFn = Callable[[str, dict[str, Any]], JudgeResult]
+
+
+@dataclass
+class MetricContext:
+    judge: JudgeFn
+    settings: dict[str, Any]  # resolved run settings (defaults filled in)
+
+
+class Metric(Protocol):
+    name: str
+    uses_judge: bool
+
+    def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome: ...
