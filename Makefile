@@ -1,0 +1,39 @@
+# One entry point. `make run`: the app on the embedded default. `make test`: the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Tests run against PostgreSQL and Redis (override to point elsewhere).
+DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/evalsite
+REDIS_URL ?= redis://127.0.0.1:6379/0
+
+.PHONY: install run test lint web worker bench
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+run: install
+	./scripts/run.sh
+
+test: install
+	DEBUG=1 DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL) CELERY_BROKER_URL=$(REDIS_URL) \
+		$(VENV)/bin/pytest -p no:cacheprovider
+
+lint: install
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+# The production processes (docker-compose.yml runs exactly these).
+web:
+	$(PY) manage.py migrate --noinput && $(PY) manage.py collectstatic --noinput && \
+		$(VENV)/bin/gunicorn evalsite.wsgi --bind 0.0.0.0:8000 --workers 3 --access-logfile -
+
+worker:
+	$(VENV)/bin/celery -A evalsite worker --pool threads --concurrency $${WORKER_CONCURRENCY:-32} --loglevel INFO
+
+bench: install
+	DEBUG=1 DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL) $(PY) bench/throughput.py
+	$(PY) bench/offline_wice.py

@@ -1,0 +1,68 @@
+"""Settings read the environment only; a bad value stops start-up naming the variable."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in {"DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL"}}
+    clean["EVALSITE_VAR_DIR"] = str(tmp_path / "var")
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"DEBUG": "maybe"}, "DEBUG"),
+        ({"DEBUG": "1", "DATASET_MAX_UPLOAD_BYTES": "fifty"}, "DATASET_MAX_UPLOAD_BYTES"),
+        ({"DEBUG": "1", "JUDGE_MAX_ATTEMPTS": "0"}, "JUDGE_MAX_ATTEMPTS"),
+        ({"DEBUG": "1", "DATABASE_URL": "nosuchdb://x"}, "DATABASE_URL"),
+    ],
+)
+def test_bad_value_stops_startup_naming_the_variable(tmp_path, env, named):
+    result = _check(tmp_path, **env)
+
+    assert result.returncode != 0
+    assert named in result.stderr
+    assert "ImproperlyConfigured" in result.stderr
+
+
+def test_production_refuses_to_start_without_secret_key(tmp_path):
+    result = _check(tmp_path, DEBUG="0")
+
+    assert result.returncode != 0
+    assert "SECRET_KEY is not set" in result.stderr
+
+
+def test_development_generates_a_secret_key_once(tmp_path):
+    first = _check(tmp_path, DEBUG="1")
+    key = (tmp_path / "var" / "secret_key").read_text()
+    second = _check(tmp_path, DEBUG="1")
+
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    assert len(key) >= 40
+    assert (tmp_path / "var" / "secret_key").read_text() == key
+
+
+def test_defaults_are_the_embedded_mode(tmp_path):
+    code = (
+        "import django; django.setup(); from django.conf import settings as s; "
+        "print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL, repr(s.REDIS_URL))"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "REDIS_URL"}}
+    clean.update(DEBUG="1", EVALSITE_VAR_DIR=str(tmp_path / "var"), DJANGO_SETTINGS_MODULE="evalsite.settings")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True)
+
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://", "''"], result.stderr
