@@ -41,6 +41,9 @@ class Run(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Set every few seconds by an in-process executor (`evaluate --in-process`): while it is
+    # fresh the reaper leaves the run's pending items alone; once stale, workers adopt the run.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -67,6 +70,8 @@ class RunItem(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # When the item's task was last handed to the broker; None: not queued (yet, or again).
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -75,7 +80,17 @@ class RunItem(models.Model):
     class Meta:
         ordering = ["run", "id"]
         constraints = [models.UniqueConstraint(fields=["run", "example"], name="uniq_run_item")]
-        indexes = [models.Index(fields=["run", "status"], name="runitem_run_status")]
+        indexes = [
+            models.Index(fields=["run", "status"], name="runitem_run_status"),
+            # The next items to hand to the broker, in order (the run's feeding window).
+            models.Index(
+                fields=["run", "id"],
+                condition=models.Q(status="pending", enqueued_at__isnull=True),
+                name="runitem_unqueued",
+            ),
+            # The reaper's scan for expired leases.
+            models.Index(fields=["lease_expires_at"], condition=models.Q(status="running"), name="runitem_running_lease"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.run_id}/{self.example_id}"
