@@ -19,6 +19,10 @@ class JudgeResponseError(JudgeError):
     """A judge reply could not be read into the prompt's output contract."""
 
 
+class JudgeCancelled(JudgeError):
+    """The caller's `should_stop()` said stop before (or between) the attempts of a judge call."""
+
+
 @dataclass(frozen=True)
 class Context:
     id: str
