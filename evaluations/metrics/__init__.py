@@ -1,0 +1,72 @@
+"""Metric registry and the evaluation of one item.
+
+`REGISTRY` maps each metric name to its metric (see the modules beside this one);
+`evaluate_item` runs a list of them on one item and computes the item's overall score.
+
+Overall score of an item (`overall_score`): the rubric's weighted mean of faithfulness,
+relevance, completeness and reasoning_quality after the citation clamps. When claim-level
+faithfulness also ran, its score replaces the rubric's faithfulness (capped by the same
+citation caps) and the weighted mean is recomputed. When the rubric did not run (or was
+skipped) the overall is None: completeness and reasoning quality have no other source, and
+mixing pass/fail metrics on different scales into one number would mislead.
+
+Judge failures (`judges.types.JudgeError`, including unparseable replies) propagate: the
+run engine records the item as an error, never as a score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from evaluations.metrics.base import ItemInput, Metric, MetricContext, MetricOutcome
+from evaluations.metrics.citation_audit import CITATION_AUDIT
+from evaluations.metrics.correctness import CORRECTNESS
+from evaluations.metrics.faithfulness import FAITHFULNESS
+from evaluations.metrics.relevancy import RELEVANCY
+from evaluations.metrics.retrieval import RETRIEVAL
+from evaluations.metrics.rubric import RUBRIC, item_overall
+
+REGISTRY: dict[str, Metric] = {
+    metric.name: metric for metric in (FAITHFULNESS, RELEVANCY, RUBRIC, CORRECTNESS, CITATION_AUDIT, RETRIEVAL)
+}
+METRIC_NAMES: tuple[str, ...] = tuple(REGISTRY)
+
+
+@dataclass
+class ItemEvaluation:
+    outcomes: dict[str, MetricOutcome]  # by metric name, in the order they ran
+    overall: float | None
+
+
+def evaluate_item(item: ItemInput, metric_names: Sequence[str], ctx: MetricContext) -> ItemEvaluation:
+    """Run the named metrics on one item; `ctx.settings` must be resolved (`resolve_settings`).
+
+    With rubric, citation_audit always runs first and its outcome is included even when not
+    named: it is the evidence of the rubric's clamps (0 judge calls).
+    """
+    outcomes = {name: REGISTRY[name].evaluate(item, ctx) for name in execution_order(metric_names)}
+    return ItemEvaluation(outcomes=outcomes, overall=overall_score(outcomes, ctx.settings))
+
+
+def execution_order(metric_names: Sequence[str]) -> list[str]:
+    """The names without repeats, citation_audit (added if needed) just before rubric; ValueError on an unknown name."""
+    unknown = [name for name in metric_names if name not in REGISTRY]
+    if unknown:
+        raise ValueError(f"unknown metrics: {', '.join(unknown)} (known: {', '.join(METRIC_NAMES)})")
+    names = list(dict.fromkeys(metric_names))
+    if "rubric" in names:
+        if "citation_audit" in names:
+            names.remove("citation_audit")
+        names.insert(names.index("rubric"), "citation_audit")
+    return names
+
+
+def overall_score(outcomes: Mapping[str, MetricOutcome], settings: Mapping) -> float | None:
+    """The item's overall score from its outcomes (only their score and details, so stored results work too)."""
+    rubric = outcomes.get("rubric")
+    if rubric is None or rubric.score is None:
+        return None
+    faithfulness = outcomes.get("faithfulness")
+    claim_score = faithfulness.score if faithfulness is not None else None
+    return item_overall(rubric.details, claim_score, settings["weights"])

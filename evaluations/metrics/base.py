@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -59,3 +59,8 @@ class Metric(Protocol):
     uses_judge: bool
 
     def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome: ...
+
+
+def prompt_versions(results: Sequence[JudgeResult]) -> str:
+    """What MetricOutcome.prompt_version records: `name@version` of each distinct prompt used, comma-separated."""
+    return ",".join(dict.fromkeys(f"{result.prompt_name}@{result.prompt_version}" for result in results))

@@ -1,0 +1,50 @@
+"""Correctness (LlamaIndex CorrectnessEvaluator semantics): how well does the answer match the reference answer?
+
+Steps:
+1. Without a reference answer the metric is skipped (score None, reason "no reference
+   answer"): not failed, and no judge call.
+2. One judge call (`correctness`) with the query, the answer and the reference; the judge
+   gives a score from 1 to 5 and a justification (kept as feedback).
+3. Score = the judge's 1..5 score; passed = score ≥ thresholds.correctness (default 4.0).
+   Details carry `normalized` = (score − 1) / 4 on 0..1 for dashboards.
+"""
+
+from __future__ import annotations
+
+from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions
+from judges.types import Correctness
+
+NO_REFERENCE = "no reference answer"
+
+
+def normalized_correctness(score: float) -> float:
+    """Map the 1..5 scale onto 0..1 (1 → 0.0, 3 → 0.5, 5 → 1.0)."""
+    return round(min(max((score - 1.0) / 4.0, 0.0), 1.0), 3)
+
+
+class CorrectnessMetric:
+    name = "correctness"
+    uses_judge = True
+
+    def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome:
+        threshold = ctx.settings["thresholds"]["correctness"]
+        if not item.reference_answer.strip():
+            return MetricOutcome(metric=self.name, threshold=threshold, skipped_reason=NO_REFERENCE)
+        result = ctx.judge(
+            "correctness", {"query": item.query, "response": item.response, "reference": item.reference_answer}
+        )
+        verdict: Correctness = result.value  # type: ignore[assignment]
+        score = float(verdict.score)
+        return MetricOutcome(
+            metric=self.name,
+            score=score,
+            passed=score >= threshold,
+            threshold=threshold,
+            feedback=verdict.justification,
+            details={"normalized": normalized_correctness(score)},
+            raw_value=verdict.score,
+            prompt_version=prompt_versions([result]),
+        )
+
+
+CORRECTNESS = CorrectnessMetric()

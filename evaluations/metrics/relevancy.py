@@ -1,0 +1,43 @@
+"""Relevancy (LlamaIndex RelevancyEvaluator semantics): is the answer to the query in line with the contexts?
+
+Steps:
+1. One judge call (`relevancy`) with the query, the answer and the retrieved contexts; the
+   judge answers YES or NO with feedback.
+2. Score = `relevancy_score(passing)`: YES → 1.0, NO → 0.0. The judge's feedback is kept.
+   Passed = score ≥ thresholds.relevancy (default 1.0: YES passes, NO fails).
+"""
+
+from __future__ import annotations
+
+from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions
+from judges.types import Relevancy
+
+
+def relevancy_score(passing: bool) -> float:
+    return 1.0 if passing else 0.0
+
+
+class RelevancyMetric:
+    name = "relevancy"
+    uses_judge = True
+
+    def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome:
+        result = ctx.judge(
+            "relevancy", {"query": item.query, "response": item.response, "contexts": list(item.contexts)}
+        )
+        verdict: Relevancy = result.value  # type: ignore[assignment]
+        score = relevancy_score(verdict.passing)
+        threshold = ctx.settings["thresholds"]["relevancy"]
+        return MetricOutcome(
+            metric=self.name,
+            score=score,
+            passed=score >= threshold,
+            threshold=threshold,
+            feedback=verdict.feedback,
+            details={"verdict": "YES" if verdict.passing else "NO"},
+            raw_value="YES" if verdict.passing else "NO",
+            prompt_version=prompt_versions([result]),
+        )
+
+
+RELEVANCY = RelevancyMetric()
