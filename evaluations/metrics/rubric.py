@@ -11,7 +11,7 @@ Steps:
 4. Apply the same caps in code whatever the judge said (`apply_citation_caps`); the
    judge's values stay in `raw_value` and details["raw"].
 5. Overall = weighted mean of the four dimensions (run setting `weights`, normalised by
-   their sum; default 0.35 / 0.25 / 0.25 / 0.15), rounded to 3 decimals
+   their sum; default 0.35 / 0.25 / 0.25 / 0.15), rounded half up to 3 decimals
    (`weighted_overall`). Score = overall; passed = overall ≥ thresholds.rubric.
 
 The item's overall score (`evaluations.metrics.overall_score`) starts from these clamped
@@ -22,6 +22,7 @@ rubric's faithfulness, capped by the same triggered caps (`item_overall`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions
@@ -82,7 +83,13 @@ def weighted_overall(values: Mapping[str, float], weights: Mapping[str, float]) 
     total = sum(weights[dimension] for dimension in DIMENSIONS)
     if total <= 0:
         raise ValueError("weights must sum to more than 0")
-    return round(sum(weights[dimension] * values[dimension] for dimension in DIMENSIONS) / total, 3)
+    return round_half_up(sum(weights[dimension] * values[dimension] for dimension in DIMENSIONS) / total)
+
+
+def round_half_up(value: float, places: int = 3) -> float:
+    """Round as people do (0.9825 → 0.983), after snapping away float noise such as 0.98249999999."""
+    snapped = Decimal(repr(round(value, 9)))
+    return float(snapped.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
 
 
 def item_overall(

@@ -71,9 +71,8 @@ def make_ctx(judge: Callable[[str, dict[str, Any]], JudgeResult] | None = None, 
 
 
 def load_sample_items() -> dict[str, ItemInput]:
-    path = SAMPLE_DATASET if SAMPLE_DATASET.exists() else Path("/work/shared/datasets/stip-governance.jsonl")
     items = {}
-    for line in path.read_text().splitlines():
+    for line in SAMPLE_DATASET.read_text().splitlines():
         if not line.strip():
             continue
         row = json.loads(line)
@@ -90,3 +89,24 @@ def load_sample_items() -> dict[str, ItemInput]:
 @pytest.fixture
 def stip_items() -> dict[str, ItemInput]:
     return load_sample_items()
+
+
+class TextJudge(ScriptedJudge):
+    """A judge whose replies are hand-written reply TEXTS, read by the real parser (judges.parsing.parse_reply).
+
+    Every call is also rendered with the real prompt template, which checks the fields a metric sends.
+    """
+
+    def __call__(self, prompt_name: str, fields: dict[str, Any]) -> JudgeResult:
+        from judges.parsing import parse_reply
+        from judges.prompts import prompt_version, render
+
+        render(prompt_name, fields)
+        with self._lock:
+            self.calls.append((prompt_name, fields))
+        reply = self.replies[prompt_name]
+        if isinstance(reply, BaseException):
+            raise reply
+        text = reply(fields) if callable(reply) else reply
+        value = parse_reply(prompt_name, text, fields)
+        return JudgeResult(value=value, prompt_name=prompt_name, prompt_version=prompt_version(prompt_name))

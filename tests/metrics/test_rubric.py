@@ -9,6 +9,7 @@ from evaluations.metrics.rubric import (
     audit_rules,
     cap_faithfulness,
     item_overall,
+    round_half_up,
     triggered_caps,
     weighted_overall,
 )
@@ -104,6 +105,14 @@ def test_weighted_overall_rounds_to_three_decimals():
     values = {"faithfulness": 1 / 3, "relevance": 1 / 3, "completeness": 1 / 3, "reasoning_quality": 1 / 3}
 
     assert weighted_overall(values, DEFAULT_WEIGHTS) == 0.333
+
+
+@pytest.mark.parametrize(
+    ("value", "rounded"),
+    [(0.9825, 0.983), (0.33249999999999996 + 0.65, 0.983), (0.0125, 0.013), (0.1234, 0.123), (1.0, 1.0)],
+)
+def test_round_half_up_ignores_float_noise(value, rounded):
+    assert round_half_up(value) == rounded
 
 
 def test_weighted_overall_rejects_zero_weights():
