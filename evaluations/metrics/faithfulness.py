@@ -76,29 +76,9 @@ class FaithfulnessMetric:
 
     def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome:
         partial_weight = ctx.settings["partial_weight"]
-        results: list[JudgeResult] = []
-        claims: list[str] = []
-        verdicts: list[ClaimVerdict] = []
-        verification = "none"
-        if item.response.strip():
-            extraction = ctx.judge("claim_extraction", {"query": item.query, "response": item.response})
-            results.append(extraction)
-            claims = list(extraction.value)  # type: ignore[call-overload]
-        if claims and not item.contexts:
-            verification = "no_contexts"
-            verdicts = [
-                ClaimVerdict(claim=i, verdict=NOT_ENOUGH_INFO, evidence=NO_CONTEXT_EVIDENCE) for i in range(len(claims))
-            ]
-        elif claims and ctx.settings["verify_per_claim"]:
-            verification = "per_claim"
-            verdicts, verification_results = _verify_each(claims, item.contexts, ctx.judge)
-            results.extend(verification_results)
-        elif claims:
-            verification = "batch"
-            result = ctx.judge("claim_verification", {"claims": claims, "contexts": list(item.contexts)})
-            results.append(result)
-            verdicts = _in_claim_order(result.value, len(claims))  # type: ignore[arg-type]
-
+        claims, results = _extract_claims(item, ctx.judge)
+        verdicts, verification_results, verification = _verify_claims(claims, item.contexts, ctx)
+        results += verification_results
         labels = [verdict.verdict for verdict in verdicts]
         score = faithfulness_score(labels, len(claims), partial_weight)
         threshold = ctx.settings["thresholds"]["faithfulness"]
@@ -122,6 +102,30 @@ class FaithfulnessMetric:
                 for i, (claim, verdict) in enumerate(zip(claims, verdicts, strict=True))
             ],
         )
+
+
+def _extract_claims(item: ItemInput, judge: JudgeFn) -> tuple[list[str], list[JudgeResult]]:
+    if not item.response.strip():
+        return [], []
+    result = judge("claim_extraction", {"query": item.query, "response": item.response})
+    return list(result.value), [result]  # type: ignore[call-overload]
+
+
+def _verify_claims(
+    claims: list[str], contexts: Sequence[Context], ctx: MetricContext
+) -> tuple[list[ClaimVerdict], list[JudgeResult], str]:
+    """(verdicts in claim order, judge results, how they were obtained)."""
+    if not claims:
+        return [], [], "none"
+    if not contexts:
+        verdicts = [
+            ClaimVerdict(claim=i, verdict=NOT_ENOUGH_INFO, evidence=NO_CONTEXT_EVIDENCE) for i in range(len(claims))
+        ]
+        return verdicts, [], "no_contexts"
+    if ctx.settings["verify_per_claim"]:
+        return *_verify_each(claims, contexts, ctx.judge), "per_claim"
+    result = ctx.judge("claim_verification", {"claims": claims, "contexts": list(contexts)})
+    return _in_claim_order(result.value, len(claims)), [result], "batch"  # type: ignore[arg-type]
 
 
 def _in_claim_order(verdicts: Sequence[ClaimVerdict], n_claims: int) -> list[ClaimVerdict]:
