@@ -17,7 +17,7 @@ run engine records the item as an error, never as a score.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from evaluations.metrics.base import ItemInput, Metric, MetricContext, MetricOutcome
 from evaluations.metrics.citation_audit import CITATION_AUDIT
@@ -26,6 +26,7 @@ from evaluations.metrics.faithfulness import FAITHFULNESS
 from evaluations.metrics.relevancy import RELEVANCY
 from evaluations.metrics.retrieval import RETRIEVAL
 from evaluations.metrics.rubric import RUBRIC, item_overall
+from evaluations.metrics.settings import resolve_settings
 
 REGISTRY: dict[str, Metric] = {
     metric.name: metric for metric in (FAITHFULNESS, RELEVANCY, RUBRIC, CORRECTNESS, CITATION_AUDIT, RETRIEVAL)
@@ -40,11 +41,12 @@ class ItemEvaluation:
 
 
 def evaluate_item(item: ItemInput, metric_names: Sequence[str], ctx: MetricContext) -> ItemEvaluation:
-    """Run the named metrics on one item; `ctx.settings` must be resolved (`resolve_settings`).
+    """Run the named metrics on one item under `ctx.settings` (resolved here again: defaults filled, validated).
 
     With rubric, citation_audit always runs first and its outcome is included even when not
     named: it is the evidence of the rubric's clamps (0 judge calls).
     """
+    ctx = replace(ctx, settings=resolve_settings(ctx.settings))
     outcomes = {name: REGISTRY[name].evaluate(item, ctx) for name in execution_order(metric_names)}
     return ItemEvaluation(outcomes=outcomes, overall=overall_score(outcomes, ctx.settings))
 
@@ -69,4 +71,4 @@ def overall_score(outcomes: Mapping[str, MetricOutcome], settings: Mapping) -> f
         return None
     faithfulness = outcomes.get("faithfulness")
     claim_score = faithfulness.score if faithfulness is not None else None
-    return item_overall(rubric.details, claim_score, settings["weights"])
+    return item_overall(rubric.details, claim_score, resolve_settings(settings)["weights"])

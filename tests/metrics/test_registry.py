@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from evaluations.metrics import METRIC_NAMES, REGISTRY, evaluate_item, execution_order, overall_score
-from evaluations.metrics.base import MetricOutcome
+from evaluations.metrics.base import MetricContext, MetricOutcome
 from evaluations.metrics.settings import resolve_settings
 from judges.types import SUPPORTED, ClaimVerdict, Correctness, JudgeError, Relevancy, RubricScores
 from tests.metrics.conftest import ScriptedJudge, make_ctx, make_item
@@ -139,3 +139,13 @@ def test_evaluate_item_propagates_a_judge_error():
 
     with pytest.raises(JudgeError, match="500"):
         evaluate_item(make_item("The sky is blue.", CONTEXTS), ["faithfulness", "relevancy"], make_ctx(judge))
+
+
+def test_evaluate_item_fills_in_default_settings_and_validates_them():
+    item = make_item("x", CONTEXTS, expected_context_ids=("c2",))
+
+    outcome = evaluate_item(item, ["retrieval"], MetricContext(judge=full_judge(), settings={})).outcomes["retrieval"]
+
+    assert outcome.passed is True
+    with pytest.raises(ValueError, match="retrieval_k"):
+        evaluate_item(item, ["retrieval"], MetricContext(judge=full_judge(), settings={"retrieval_k": 0}))
