@@ -46,7 +46,12 @@ def test_a_canonical_jsonl_file_is_stored_as_version_one(import_bytes, make_user
     assert (version.source_filename, version.source_format, version.created_by) == ("stip.jsonl", "jsonl", ann)
     assert version.dataset.created_by == ann
     first, second = stored(result)
-    assert (first.position, first.external_id, first.query, first.response) == (1, "q-1", full["query"], full["response"])
+    assert (first.position, first.external_id, first.query, first.response) == (
+        1,
+        "q-1",
+        full["query"],
+        full["response"],
+    )
     assert first.contexts == full["contexts"]
     assert (first.reference_answer, first.expected_context_ids, first.retrieved_ids) == (
         "The Arbitrum Foundation.",
@@ -124,12 +129,12 @@ def test_a_json_array(import_bytes) -> None:
 def test_a_csv_file_with_json_and_pipe_cells(import_bytes) -> None:
     # given a header using a Ragas alias, a quoted multi-line cell and both list notations
     content = (
-        "id,user_input,response,contexts,expected_context_ids,tags,metadata,retrieved_ids\n"
-        'a,"Who, and when?","Line one\nline two [c1]","[{""id"": ""c1"", ""text"": ""T""}]",c1,factual | hard,'
-        '"{""k"": 1}","[""c1"", ""c2""]"\n'
-        '\n'
-        'b,Second?,,"[""s1"", ""s2""]","[""2""]",,,c2|c1\n'
-    ).encode()
+        b"id,user_input,response,contexts,expected_context_ids,tags,metadata,retrieved_ids\n"
+        b'a,"Who, and when?","Line one\nline two [c1]","[{""id"": ""c1"", ""text"": ""T""}]",c1,factual | hard,'
+        b'"{""k"": 1}","[""c1"", ""c2""]"\n'
+        b"\n"
+        b'b,Second?,,"[""s1"", ""s2""]","[""2""]",,,c2|c1\n'
+    )
     # when
     result = import_bytes(content, filename="data.csv")
     # then

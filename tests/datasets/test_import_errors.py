@@ -32,12 +32,18 @@ def problem_lines(error: DatasetImportError) -> list[str]:
         (json.dumps({"query": 42}).encode(), "line 2, field 'query': must be a string, got a number"),
         (json.dumps({"query": "q", "response": ["a"]}).encode(), "line 2, field 'response': must be a string"),
         (json.dumps({"query": "q", "tags": ["a", 1]}).encode(), "line 2, field 'tags': must be a list of strings"),
-        (json.dumps({"query": "q", "tags": "a"}).encode(), "line 2, field 'tags': must be a list of strings, got a string"),
+        (
+            json.dumps({"query": "q", "tags": "a"}).encode(),
+            "line 2, field 'tags': must be a list of strings, got a string",
+        ),
         (
             json.dumps({"query": "q", "expected_context_ids": "c1"}).encode(),
             "line 2, field 'expected_context_ids': must be a list of id strings, got a string",
         ),
-        (json.dumps({"query": "q", "retrieved_ids": {"a": 1}}).encode(), "line 2, field 'retrieved_ids': must be a list"),
+        (
+            json.dumps({"query": "q", "retrieved_ids": {"a": 1}}).encode(),
+            "line 2, field 'retrieved_ids': must be a list",
+        ),
         (json.dumps({"query": "q", "metadata": [1]}).encode(), "line 2, field 'metadata': must be an object"),
         (json.dumps({"query": "q", "id": {"x": 1}}).encode(), "line 2, field 'id': must be a string or an integer"),
         (
@@ -58,7 +64,9 @@ def problem_lines(error: DatasetImportError) -> list[str]:
             "line 2, field 'contexts': duplicate context id 'c1'",
         ),
         (
-            json.dumps({"query": "q", "contexts": ["first", {"id": "1", "text": "clashes with the positional id"}]}).encode(),
+            json.dumps(
+                {"query": "q", "contexts": ["first", {"id": "1", "text": "clashes with the positional id"}]}
+            ).encode(),
             "line 2, field 'contexts': duplicate context id '1'",
         ),
         (
@@ -107,7 +115,13 @@ def test_a_missing_id_takes_the_position_so_it_can_clash(import_bytes) -> None:
 
 @pytest.mark.parametrize(
     ("content", "filename"),
-    [(b"", "data.jsonl"), (b"\n  \n\n", "data.jsonl"), (b"[]", "data.json"), (b"", "data.json"), (b"id,query\n", "data.csv")],
+    [
+        (b"", "data.jsonl"),
+        (b"\n  \n\n", "data.jsonl"),
+        (b"[]", "data.json"),
+        (b"", "data.json"),
+        (b"id,query\n", "data.csv"),
+    ],
 )
 def test_an_empty_file_is_refused(import_bytes, content: bytes, filename: str) -> None:
     error = import_error(import_bytes, content, filename=filename)
