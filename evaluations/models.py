@@ -89,7 +89,9 @@ class RunItem(models.Model):
                 name="runitem_unqueued",
             ),
             # The reaper's scan for expired leases.
-            models.Index(fields=["lease_expires_at"], condition=models.Q(status="running"), name="runitem_running_lease"),
+            models.Index(
+                fields=["lease_expires_at"], condition=models.Q(status="running"), name="runitem_running_lease"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -151,3 +153,6 @@ class VerdictOverride(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.old_verdict} → {self.new_verdict}"

@@ -1,0 +1,139 @@
+"""Run statistics from item results: pure functions, no database (the services feed them rows).
+
+Per metric (and the item overall): mean, median, pass rate, items covered (a score),
+skipped (the metric did not apply, e.g. correctness without a reference answer) and
+errored (the item failed: it has no score, and is never averaged in as one). The same
+stats per tag. With `repeats` > 1, `combine_samples` folds the k evaluations of one item
+into one (mean score, per-item standard deviation), and the run's stats carry `std_mean`:
+the mean within-item standard deviation, the judge's (in)stability on that metric.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluations.metrics.base import MetricOutcome
+
+DONE = "done"
+ERROR = "error"
+OVERALL = "overall"
+_DIGITS = 6
+
+
+@dataclass(frozen=True)
+class MetricScore:
+    score: float | None  # None: skipped
+    passed: bool | None = None
+    std: float | None = None  # within-item standard deviation over repeats
+
+
+@dataclass(frozen=True)
+class ItemSummary:
+    status: str  # RunItem status: pending / running / done / error
+    tags: tuple[str, ...] = ()
+    overall: float | None = None
+    results: Mapping[str, MetricScore] = field(default_factory=dict)
+
+
+def metric_stats(scores: Sequence[MetricScore], *, errored: int = 0, skipped: int = 0) -> dict[str, Any]:
+    """mean / median / pass_rate over the scores present; None when nothing is covered."""
+    values = [entry.score for entry in scores if entry.score is not None]
+    verdicts = [entry.passed for entry in scores if entry.score is not None and entry.passed is not None]
+    stds = [entry.std for entry in scores if entry.score is not None and entry.std is not None]
+    skipped += sum(1 for entry in scores if entry.score is None)
+    return {
+        "mean": _round(statistics.fmean(values)) if values else None,
+        "median": _round(statistics.median(values)) if values else None,
+        "pass_rate": _round(sum(verdicts) / len(verdicts)) if verdicts else None,
+        "passed": sum(verdicts),
+        "covered": len(values),
+        "skipped": skipped,
+        "errored": errored,
+        "std_mean": _round(statistics.fmean(stds)) if stds else None,
+    }
+
+
+def run_aggregates(items: Iterable[ItemSummary], metrics: Sequence[str]) -> dict[str, Any]:
+    """Stats per metric, for the item overall, and per tag. Unfinished items are counted, not scored."""
+    items = list(items)
+    by_tag: dict[str, list[ItemSummary]] = {}
+    for item in items:
+        for tag in dict.fromkeys(item.tags):
+            by_tag.setdefault(tag, []).append(item)
+    return {
+        "items": _item_counts(items),
+        "metrics": _stats_by_metric(items, metrics),
+        OVERALL: _overall_stats(items),
+        "tags": {
+            tag: {
+                "items": _item_counts(tagged),
+                "metrics": _stats_by_metric(tagged, metrics),
+                OVERALL: _overall_stats(tagged),
+            }
+            for tag, tagged in sorted(by_tag.items())
+        },
+    }
+
+
+def combine_samples(
+    samples: Sequence[Mapping[str, MetricOutcome]], repeated: Iterable[str]
+) -> dict[str, MetricOutcome]:
+    """Fold k evaluations of one item: each `repeated` metric scored in every sample gets the mean.
+
+    The first sample's outcome is kept (its claims, feedback, details) with score = mean,
+    details["samples"] = the k scores, details["std"] = their population standard deviation,
+    and passed re-judged on the mean against the threshold.
+    """
+    combined = dict(samples[0])
+    for name in repeated:
+        outcomes = [sample[name] for sample in samples if name in sample]
+        scores = [outcome.score for outcome in outcomes]
+        if name not in combined or any(score is None for score in scores):
+            continue
+        first = combined[name]
+        mean = statistics.fmean(scores)  # type: ignore[arg-type]
+        outcome = copy.copy(first)
+        outcome.score = mean
+        outcome.details = {**first.details, "samples": scores, "std": statistics.pstdev(scores)}  # type: ignore[arg-type]
+        if first.threshold is not None:
+            outcome.passed = mean >= first.threshold
+        combined[name] = outcome
+    return combined
+
+
+def mean_overall(overalls: Sequence[float | None]) -> float | None:
+    present = [value for value in overalls if value is not None]
+    return statistics.fmean(present) if present else None
+
+
+def _stats_by_metric(items: Sequence[ItemSummary], metrics: Sequence[str]) -> dict[str, dict[str, Any]]:
+    stats = {}
+    for name in metrics:
+        done = [item for item in items if item.status == DONE]
+        scores = [item.results[name] for item in done if name in item.results]
+        missing = len(done) - len(scores)  # a finished item without this metric's row: not applicable
+        stats[name] = metric_stats(scores, errored=_errored(items), skipped=missing)
+    return stats
+
+
+def _overall_stats(items: Sequence[ItemSummary]) -> dict[str, Any]:
+    scores = [MetricScore(score=item.overall) for item in items if item.status == DONE]
+    return metric_stats(scores, errored=_errored(items))
+
+
+def _item_counts(items: Sequence[ItemSummary]) -> dict[str, int]:
+    done = sum(1 for item in items if item.status == DONE)
+    errored = _errored(items)
+    return {"total": len(items), "done": done, "errored": errored, "unfinished": len(items) - done - errored}
+
+
+def _errored(items: Sequence[ItemSummary]) -> int:
+    return sum(1 for item in items if item.status == ERROR)
+
+
+def _round(value: float) -> float:
+    return round(value, _DIGITS)

@@ -1,0 +1,355 @@
+"""The item pipeline: claim one RunItem, run its metrics through the judge gateway, write everything once.
+
+The same function serves the Celery item task and the in-process executor (`evaluate
+--in-process`, the benchmark), so both share concurrency, rate limits and guarantees:
+
+1. Claim: a conditional UPDATE pending → running (only while the run is running) that takes
+   a lease and bumps `attempts`; the bumped value is this execution's token.
+2. Evaluate: `evaluate_item` once per sample (`repeats`), with the judge bound to the run's
+   judge config, run id, sample index and a cached "is the run being cancelled?" check.
+   Judge calls renew the lease while the item runs long (rate limits, retries).
+3. Write: in one transaction, an UPDATE running → done/error guarded by the token (a
+   duplicate or stale execution updates 0 rows and writes nothing), the MetricResults and
+   Claims in bulk, and the run's counters bumped with F-expressions.
+
+A cancel (the gateway raises JudgeCancelled) puts the item back to pending, unscored, so a
+resume continues it. A judge failure is an item error with its message, never a score.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef
+from django.utils import timezone
+
+from datasets.models import Example
+from evaluations.aggregates import combine_samples, mean_overall
+from evaluations.metrics import REGISTRY, evaluate_item
+from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome
+from evaluations.models import Claim, ItemStatus, MetricResult, Run, RunItem, RunStatus
+from judges import gateway
+from judges.models import JudgeConfig
+from judges.types import Context, JudgeCancelled, JudgeError, JudgeResult
+
+logger = logging.getLogger(__name__)
+
+# How stale the "is the run being cancelled?" answer may be: one status query per run per
+# process every this many seconds, shared by all threads, instead of one per judge call.
+STOP_CHECK_SECONDS = 0.5
+_MAX_ERROR_LENGTH = 2000
+
+
+class ItemOutcome(enum.StrEnum):
+    SKIPPED = "skipped"  # not claimed: already taken or finished, run not running, or row gone
+    DONE = "done"
+    ERROR = "error"
+    RELEASED = "released"  # interrupted by a cancel: back to pending, unscored
+    LOST = "lost"  # the lease was taken over (worker presumed dead): another execution owns it
+
+
+@dataclass(frozen=True)
+class ItemExecution:
+    outcome: ItemOutcome
+    run_id: int | None = None
+
+
+class LeaseLost(Exception):
+    """The item's lease expired and the reaper (or another execution) took it over."""
+
+
+# --- Is the run being cancelled? -----------------------------------------------------------
+
+_stop_cache: dict[int, tuple[float, bool]] = {}
+_stop_lock = threading.Lock()
+
+
+def run_should_stop(run_id: int) -> bool:
+    """True once the run is no longer running (cancelling, cancelled, deleted); cached for STOP_CHECK_SECONDS."""
+    with _stop_lock:
+        checked = _stop_cache.get(run_id)
+        now = time.monotonic()
+        if checked is not None and now - checked[0] < STOP_CHECK_SECONDS:
+            return checked[1]
+        status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+        stop = status != RunStatus.RUNNING
+        _stop_cache[run_id] = (now, stop)
+        return stop
+
+
+def _note_running(run_id: int) -> None:
+    """A claim just saw the run running: don't let an older cached 'stop' cancel this item."""
+    with _stop_lock:
+        _stop_cache[run_id] = (time.monotonic(), False)
+
+
+# --- Judge binding ---------------------------------------------------------------------------
+
+
+@dataclass
+class JudgeUsage:
+    calls: int = 0  # sent to the provider
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: Decimal = Decimal(0)
+
+    def add(self, result: JudgeResult) -> None:
+        if result.cached:
+            self.cache_hits += 1
+            return
+        self.calls += 1
+        self.input_tokens += result.input_tokens
+        self.output_tokens += result.output_tokens
+        self.cost += Decimal(str(result.cost))
+
+
+class ItemJudge:
+    """`MetricContext.judge` for one claimed item: gateway call + accounting + lease renewal.
+
+    Thread-safe: a metric may verify claims concurrently.
+    """
+
+    def __init__(self, *, item_id: int, attempt: int, run_id: int, config: JudgeConfig, lease_seconds: float) -> None:
+        self.item_id = item_id
+        self.attempt = attempt
+        self.run_id = run_id
+        self.config = config
+        self.lease_seconds = lease_seconds
+        self.usage = JudgeUsage()
+        self.cancelled = False
+        self._lock = threading.Lock()
+        self._renew_at = time.monotonic() + lease_seconds / 3
+
+    def bound(self, sample: int):  # -> JudgeFn
+        def judge(prompt_name: str, fields: dict[str, Any]) -> JudgeResult:
+            self._renew_lease_if_due()
+            try:
+                result = gateway.judge(
+                    self.config,
+                    prompt_name,
+                    fields,
+                    sample=sample,
+                    run_id=self.run_id,
+                    should_stop=self.should_stop,
+                )
+            except JudgeCancelled:
+                self.cancelled = True
+                raise
+            with self._lock:
+                self.usage.add(result)
+            return result
+
+        return judge
+
+    def should_stop(self) -> bool:
+        return run_should_stop(self.run_id)
+
+    def _renew_lease_if_due(self) -> None:
+        with self._lock:
+            if time.monotonic() < self._renew_at:
+                return
+            self._renew_at = time.monotonic() + self.lease_seconds / 3
+            renewed = RunItem.objects.filter(pk=self.item_id, status=ItemStatus.RUNNING, attempts=self.attempt).update(
+                lease_expires_at=timezone.now() + timedelta(seconds=self.lease_seconds)
+            )
+        if not renewed:
+            raise LeaseLost(f"item {self.item_id}: lease of attempt {self.attempt} taken over")
+
+
+# --- The pipeline ----------------------------------------------------------------------------
+
+
+def item_execute(item_id: int) -> ItemExecution:
+    """Claim, evaluate and store one item; safe to call twice (the second call does nothing)."""
+    lease_seconds = settings.EVALSITE_ITEM_LEASE_SECONDS
+    if not _claim(item_id, lease_seconds):
+        return ItemExecution(ItemOutcome.SKIPPED)
+    item = RunItem.objects.select_related("run", "run__judge_config", "example").get(pk=item_id)
+    run = item.run
+    _note_running(run.pk)
+    judge = ItemJudge(
+        item_id=item.pk, attempt=item.attempts, run_id=run.pk, config=run.judge_config, lease_seconds=lease_seconds
+    )
+    return ItemExecution(_evaluate_and_store(item, judge), run.pk)
+
+
+def _evaluate_and_store(item: RunItem, judge: ItemJudge) -> ItemOutcome:
+    run = item.run
+    started = time.monotonic()
+    try:
+        outcomes, overall = evaluate_run_item(item.example, run.metrics, run.settings, judge)
+    except LeaseLost:
+        logger.warning("item %s: lease lost, leaving it to its new owner", item.pk)
+        _bump_run(run.pk, judge.usage)
+        return ItemOutcome.LOST
+    except Exception as exc:
+        if judge.cancelled:
+            return _release(item, judge)
+        if not isinstance(exc, JudgeError):
+            logger.exception("item %s: unexpected error", item.pk)
+        return _fail(item, judge, _error_message(exc), started)
+    if judge.cancelled:  # a metric swallowed the cancel: its outcome is not a score
+        return _release(item, judge)
+    return _complete(item, judge, outcomes, overall, started)
+
+
+def evaluate_run_item(
+    example: Example, metrics: list[str], run_settings: dict[str, Any], judge: ItemJudge
+) -> tuple[dict[str, MetricOutcome], float | None]:
+    """All metrics of one item, `repeats` times for the judge metrics (sample i bypasses the cache of sample j)."""
+    item_input = item_input_from_example(example)
+    first = evaluate_item(item_input, metrics, MetricContext(judge=judge.bound(0), settings=run_settings))
+    repeats = int(run_settings.get("repeats", 1))
+    judged = [name for name in metrics if REGISTRY[name].uses_judge]
+    if repeats <= 1 or not judged:
+        return dict(first.outcomes), first.overall
+    samples = [first]
+    for sample in range(1, repeats):
+        context = MetricContext(judge=judge.bound(sample), settings=run_settings)
+        samples.append(evaluate_item(item_input, metrics, context))
+    outcomes = combine_samples([dict(sample.outcomes) for sample in samples], judged)
+    return outcomes, mean_overall([sample.overall for sample in samples])
+
+
+def item_input_from_example(example: Example) -> ItemInput:
+    contexts = tuple(Context(id=str(context["id"]), text=str(context.get("text", ""))) for context in example.contexts)
+    retrieved = tuple(str(value) for value in example.retrieved_ids) if example.retrieved_ids is not None else None
+    return ItemInput(
+        query=example.query,
+        response=example.response,
+        contexts=contexts,
+        reference_answer=example.reference_answer,
+        expected_context_ids=tuple(str(value) for value in example.expected_context_ids),
+        retrieved_ids=retrieved,
+    )
+
+
+def _claim(item_id: int, lease_seconds: float) -> bool:
+    now = timezone.now()
+    run_is_running = Run.objects.filter(pk=OuterRef("run_id"), status=RunStatus.RUNNING)
+    # The status condition is on the updated row itself, so PostgreSQL re-checks it after
+    # waiting for a concurrent claim's lock: exactly one of two deliveries wins.
+    claimed = (
+        RunItem.objects.filter(pk=item_id, status=ItemStatus.PENDING)
+        .filter(Exists(run_is_running))
+        .update(
+            status=ItemStatus.RUNNING,
+            attempts=F("attempts") + 1,
+            lease_expires_at=now + timedelta(seconds=lease_seconds),
+            started_at=now,
+            error="",
+        )
+    )
+    return claimed == 1
+
+
+def _owned(item: RunItem):  # -> QuerySet[RunItem]
+    return RunItem.objects.filter(pk=item.pk, status=ItemStatus.RUNNING, attempts=item.attempts)
+
+
+def _complete(
+    item: RunItem, judge: ItemJudge, outcomes: dict[str, MetricOutcome], overall: float | None, started: float
+) -> ItemOutcome:
+    results = [_metric_result(item, outcome) for outcome in outcomes.values()]
+    claims = [
+        Claim(
+            item_id=item.pk,
+            position=claim.position,
+            text=claim.text,
+            judge_verdict=claim.verdict,
+            current_verdict=claim.verdict,
+            evidence=claim.evidence,
+            context_ids=list(claim.context_ids),
+        )
+        for outcome in outcomes.values()
+        for claim in outcome.claims
+    ]
+    with transaction.atomic():
+        written = _owned(item).update(
+            status=ItemStatus.DONE,
+            overall_score=overall,
+            finished_at=timezone.now(),
+            duration_ms=_elapsed_ms(started),
+            lease_expires_at=None,
+            error="",
+        )
+        if written:
+            MetricResult.objects.bulk_create(results)
+            if claims:
+                Claim.objects.bulk_create(claims)
+        _bump_run(item.run_id, judge.usage, done=written)
+    return ItemOutcome.DONE if written else ItemOutcome.LOST
+
+
+def _fail(item: RunItem, judge: ItemJudge, message: str, started: float) -> ItemOutcome:
+    with transaction.atomic():
+        written = _owned(item).update(
+            status=ItemStatus.ERROR,
+            error=message,
+            overall_score=None,
+            finished_at=timezone.now(),
+            duration_ms=_elapsed_ms(started),
+            lease_expires_at=None,
+        )
+        _bump_run(item.run_id, judge.usage, failed=written)
+    return ItemOutcome.ERROR if written else ItemOutcome.LOST
+
+
+def _release(item: RunItem, judge: ItemJudge) -> ItemOutcome:
+    with transaction.atomic():
+        released = _owned(item).update(status=ItemStatus.PENDING, lease_expires_at=None, enqueued_at=None)
+        _bump_run(item.run_id, judge.usage)
+    return ItemOutcome.RELEASED if released else ItemOutcome.LOST
+
+
+def _bump_run(run_id: int, usage: JudgeUsage, *, done: int = 0, failed: int = 0) -> None:
+    changes: dict[str, Any] = {}
+    for field_name, amount in (
+        ("items_done", done),
+        ("items_failed", failed),
+        ("judge_calls", usage.calls),
+        ("cache_hits", usage.cache_hits),
+        ("input_tokens", usage.input_tokens),
+        ("output_tokens", usage.output_tokens),
+        ("cost", usage.cost),
+    ):
+        if amount:
+            changes[field_name] = F(field_name) + amount
+    if changes:
+        Run.objects.filter(pk=run_id).update(**changes)
+
+
+def _metric_result(item: RunItem, outcome: MetricOutcome) -> MetricResult:
+    return MetricResult(
+        item_id=item.pk,
+        metric=outcome.metric,
+        score=outcome.score,
+        passed=outcome.passed,
+        threshold=outcome.threshold,
+        feedback=outcome.feedback,
+        details=outcome.details,
+        raw_value=outcome.raw_value,
+        prompt_version=outcome.prompt_version[:64],
+        skipped_reason=outcome.skipped_reason[:255],
+    )
+
+
+def _error_message(exc: Exception) -> str:
+    message = str(exc).strip() or type(exc).__name__
+    if not isinstance(exc, JudgeError):
+        message = f"internal error: {type(exc).__name__}: {message}"
+    return message[:_MAX_ERROR_LENGTH]
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

@@ -1,0 +1,369 @@
+"""`manage.py evaluate`: start a run from a CI pipeline (or a laptop) and gate on its scores.
+
+    manage.py evaluate --dataset NAME[@VERSION] --judge NAME --metrics faithfulness,relevancy
+        [--settings JSON] [--name NAME] [--wait | --in-process [--workers N]]
+        [--fail-under faithfulness=0.8,overall=0.7] [--allow-errors] [--json PATH]
+
+By default the run is queued for the Celery workers; `--wait` follows it to the end.
+`--in-process` executes it here with the engine the workers use (a thread pool of the judge's
+max concurrency, the same rate limits), for a CI job with no worker.
+
+Exit status: 0 every bar passed; 1 a `--fail-under` bar failed; 2 bad arguments, a run that
+failed or was cancelled, items in error (unless `--allow-errors`), or no worker picked the run
+up within `--queue-timeout` seconds. A bar compares a metric's mean over the items it covers
+(each metric on its own scale: correctness is 1..5) or `overall`, the items' overall score.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from django.conf import settings as django_settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from datasets.models import Dataset, DatasetVersion
+from evaluations import services
+from evaluations.metrics import execution_order
+from evaluations.metrics.settings import resolve_settings
+from evaluations.models import FINISHED_STATUSES, Run, RunStatus
+from evaluations.selectors import run_progress
+from judges.models import JudgeConfig
+from judges.selectors import judge_config_get, judge_config_list
+
+EXIT_PASSED, EXIT_BAR_FAILED, EXIT_ERROR = 0, 1, 2
+OVERALL = "overall"
+POLL_SECONDS = 0.5
+LOG_PROGRESS_SECONDS = 5.0  # progress lines when stderr is not a terminal (CI logs)
+
+
+@dataclass(frozen=True)
+class Bar:
+    name: str
+    minimum: float
+
+
+@dataclass(frozen=True)
+class BarResult:
+    name: str
+    minimum: float
+    value: float | None
+
+    @property
+    def passed(self) -> bool:
+        return self.value is not None and self.value >= self.minimum
+
+
+def parse_fail_under(text: str) -> list[Bar]:
+    """ "faithfulness=0.8,overall=0.7" → bars; ValueError naming what is wrong."""
+    bars = []
+    for part in (piece.strip() for piece in text.split(",")):
+        if not part:
+            continue
+        name, sep, number = part.partition("=")
+        try:
+            minimum = float(number)
+        except ValueError:
+            minimum = None
+        if not sep or not name.strip() or minimum is None:
+            raise ValueError(f"{part!r} is not METRIC=NUMBER (e.g. faithfulness=0.8,overall=0.7)")
+        bars.append(Bar(name.strip(), minimum))
+    if not bars:
+        raise ValueError("give at least one METRIC=NUMBER")
+    return bars
+
+
+def check_bars(bars: list[Bar], aggregates: dict[str, Any]) -> list[BarResult]:
+    results = []
+    for bar in bars:
+        stats = aggregates.get(OVERALL) if bar.name == OVERALL else aggregates.get("metrics", {}).get(bar.name)
+        results.append(BarResult(bar.name, bar.minimum, (stats or {}).get("mean")))
+    return results
+
+
+def summary_rows(aggregates: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for name in [*execution_order(metrics), OVERALL]:
+        stats = aggregates.get(OVERALL) if name == OVERALL else aggregates.get("metrics", {}).get(name)
+        if stats is None:
+            continue
+        rows.append(
+            {"metric": name} | {key: stats.get(key) for key in ("mean", "pass_rate", "covered", "errored", "skipped")}
+        )
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    def number(value: Any) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    lines = [f"{'metric':<16} {'mean':>7} {'pass rate':>9} {'covered':>8} {'errored':>8}"]
+    for row in rows:
+        lines.append(
+            f"{row['metric']:<16} {number(row['mean']):>7} {number(row['pass_rate']):>9} "
+            f"{row['covered']:>8} {row['errored']:>8}"
+        )
+    return "\n".join(lines)
+
+
+class ProgressBar:
+    """One self-rewriting line on a terminal; a line every few seconds in a CI log."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: TextIO, run_id: int, *, enabled: bool = True) -> None:
+        self.stream = stream
+        self.run_id = run_id
+        self.enabled = enabled
+        self.tty = stream.isatty()
+        self.started = time.monotonic()
+        self.logged_at = 0.0
+        self.last = ""
+
+    def update(self) -> None:
+        progress = run_progress(self.run_id)
+        if progress is None or not self.enabled:
+            return
+        total = max(progress.items_total, 1)
+        filled = int(self.WIDTH * progress.items_finished / total)
+        line = (
+            f"run {self.run_id} {progress.status:<10} [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
+            f"{progress.items_finished}/{progress.items_total} items, {progress.items_failed} errors, "
+            f"{progress.judge_calls} calls, {progress.cache_hits} cached, {time.monotonic() - self.started:.0f}s"
+        )
+        if self.tty:
+            self.stream.write("\r" + line.ljust(len(self.last)))
+            self.stream.flush()
+        elif line != self.last and time.monotonic() - self.logged_at >= LOG_PROGRESS_SECONDS:
+            self.stream.write(line + "\n")
+            self.logged_at = time.monotonic()
+        self.last = line
+
+    def close(self) -> None:
+        if self.enabled and self.tty and self.last:
+            self.stream.write("\n")
+        elif self.enabled and not self.tty and self.last:
+            self.stream.write(self.last + "\n")
+        self.stream.flush()
+
+
+class Command(BaseCommand):
+    help = "Start an evaluation run (queued for the workers, or --in-process) and gate on its scores."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True, help="NAME or NAME@VERSION (default: the latest version)")
+        parser.add_argument("--judge", required=True, help="name of a judge config")
+        parser.add_argument("--metrics", required=True, help="comma-separated metric names")
+        parser.add_argument("--settings", default=None, help="run settings as JSON, e.g. '{\"repeats\": 3}'")
+        parser.add_argument("--name", default="", help="a name for the run")
+        parser.add_argument("--wait", action="store_true", help="follow the queued run until it finishes")
+        parser.add_argument("--in-process", action="store_true", help="execute the run here, without workers")
+        parser.add_argument(
+            "--workers", type=int, default=None, help="--in-process threads (default: judge's max concurrency)"
+        )
+        parser.add_argument("--fail-under", default=None, help="bars, e.g. faithfulness=0.8,overall=0.7")
+        parser.add_argument("--allow-errors", action="store_true", help="items in error do not fail the command")
+        parser.add_argument("--json", dest="json_path", default=None, help="write the summary and aggregates here")
+        parser.add_argument(
+            "--queue-timeout",
+            type=float,
+            default=None,
+            help="--wait gives up when no worker starts the run within this many seconds "
+            "(default: EVALSITE_QUEUE_TIMEOUT_SECONDS, 60)",
+        )
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        version = self._dataset_version(options["dataset"])
+        judge = self._judge(options["judge"])
+        metrics = self._metrics(options["metrics"])
+        run_settings = self._settings(options["settings"])
+        bars = self._bars(options["fail_under"], metrics)
+        if options["workers"] is not None and options["workers"] < 1:
+            raise CommandError("--workers: must be at least 1", returncode=EXIT_ERROR)
+
+        run = services.run_create(
+            dataset_version=version,
+            judge_config=judge,
+            metrics=metrics,
+            settings=run_settings,
+            name=options["name"] or f"evaluate {version}",
+            enqueue=not options["in_process"],
+        )
+        self.stdout.write(f"run {run.pk}: {version} with judge {judge.name}, metrics {', '.join(metrics)}")
+        bar = ProgressBar(self.stderr._out, run.pk, enabled=not options["no_progress"])
+        try:
+            if options["in_process"]:
+                run = services.run_execute_in_process(run=run, workers=options["workers"], on_progress=bar.update)
+            elif options["wait"]:
+                timeout = options["queue_timeout"] or django_settings.EVALSITE_QUEUE_TIMEOUT_SECONDS
+                run = self._follow(run, bar, timeout)
+            else:
+                self.stdout.write(f"run {run.pk} queued for the workers (add --wait to follow it)")
+                self._write_json(options["json_path"], run, [])
+                return
+        except KeyboardInterrupt:
+            bar.close()
+            status = Run.objects.get(pk=run.pk).status
+            raise CommandError(f"interrupted; run {run.pk} is {status}", returncode=EXIT_ERROR) from None
+        finally:
+            bar.close()
+        self._finish(run, bars, options)
+
+    # --- arguments ---------------------------------------------------------------------------
+
+    def _dataset_version(self, spec: str) -> DatasetVersion:
+        name, _, number = spec.rpartition("@") if "@" in spec else (spec, "", "")
+        dataset = Dataset.objects.filter(name=name).first()
+        if dataset is None:
+            known = ", ".join(Dataset.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
+            raise CommandError(f"--dataset: unknown dataset {name!r} (known: {known})", returncode=EXIT_ERROR)
+        versions = list(dataset.versions.order_by("number").values_list("number", flat=True))
+        if not number:
+            version = dataset.latest_version()
+            if version is None:
+                raise CommandError(f"--dataset: dataset {name!r} has no version", returncode=EXIT_ERROR)
+            return version
+        if not number.isdigit():
+            raise CommandError(f"--dataset: version {number!r} is not a number (use NAME@3)", returncode=EXIT_ERROR)
+        version = dataset.versions.filter(number=int(number)).first()
+        if version is None:
+            raise CommandError(
+                f"--dataset: unknown version {number} of {name!r} (versions: {', '.join(map(str, versions))})",
+                returncode=EXIT_ERROR,
+            )
+        return version
+
+    def _judge(self, name: str) -> JudgeConfig:
+        judge = judge_config_get(name=name)
+        if judge is None:
+            known = ", ".join(judge_config_list().values_list("name", flat=True)[:20]) or "none"
+            raise CommandError(f"--judge: unknown judge {name!r} (known: {known})", returncode=EXIT_ERROR)
+        return judge
+
+    def _metrics(self, text: str) -> list[str]:
+        try:
+            return services.validate_metrics(text)
+        except ValueError as exc:
+            raise CommandError(f"--{exc}", returncode=EXIT_ERROR) from None
+
+    def _settings(self, text: str | None) -> dict[str, Any] | None:
+        if text is None:
+            return None
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--settings: not valid JSON: {exc}", returncode=EXIT_ERROR) from None
+        try:
+            resolve_settings(value)
+        except ValueError as exc:
+            raise CommandError(f"--settings: {exc}", returncode=EXIT_ERROR) from None
+        return value
+
+    def _bars(self, text: str | None, metrics: list[str]) -> list[Bar]:
+        if text is None:
+            return []
+        try:
+            bars = parse_fail_under(text)
+        except ValueError as exc:
+            raise CommandError(f"--fail-under: {exc}", returncode=EXIT_ERROR) from None
+        ran = execution_order(metrics)
+        for bar in bars:
+            if bar.name == OVERALL and "rubric" not in ran:
+                raise CommandError("--fail-under: overall needs the rubric metric in --metrics", returncode=EXIT_ERROR)
+            if bar.name != OVERALL and bar.name not in ran:
+                raise CommandError(
+                    f"--fail-under: metric {bar.name!r} is not run (--metrics: {', '.join(ran)})", returncode=EXIT_ERROR
+                )
+        return bars
+
+    # --- following and reporting -------------------------------------------------------------
+
+    def _follow(self, run: Run, bar: ProgressBar, queue_timeout: float) -> Run:
+        queued_since = time.monotonic()
+        while True:
+            run.refresh_from_db()
+            bar.update()
+            if run.status in FINISHED_STATUSES:
+                return run
+            if run.status == RunStatus.QUEUED and time.monotonic() - queued_since > queue_timeout:
+                bar.close()
+                raise CommandError(
+                    f"no worker picked up run {run.pk} within {queue_timeout:g} s: is a worker running? "
+                    "(celery -A evalsite worker --pool threads; or use --in-process). The run stays queued.",
+                    returncode=EXIT_ERROR,
+                )
+            time.sleep(POLL_SECONDS)
+
+    def _finish(self, run: Run, bars: list[Bar], options: dict[str, Any]) -> None:
+        aggregates = run.aggregates or {}
+        rows = summary_rows(aggregates, run.metrics)
+        self.stdout.write(format_table(rows))
+        wall = aggregates.get("wall_seconds")
+        self.stdout.write(
+            f"run {run.pk} {run.status}: {run.items_done} done, {run.items_failed} errors of {run.items_total} items; "
+            f"{run.judge_calls} judge calls, {run.cache_hits} cached, cost {run.cost}"
+            + (f", {wall:.1f} s" if wall is not None else "")
+        )
+        results = check_bars(bars, aggregates)
+        for result in results:
+            shown = "no score" if result.value is None else f"{result.value:.3f}"
+            self.stdout.write(f"{'PASS' if result.passed else 'FAIL'} {result.name} {shown} (bar {result.minimum:g})")
+        problem = self._run_problem(run, allow_errors=options["allow_errors"])
+        exit_code = EXIT_ERROR if problem else (EXIT_BAR_FAILED if any(not r.passed for r in results) else EXIT_PASSED)
+        self._write_json(options["json_path"], run, rows, results, exit_code)
+        if problem:
+            raise CommandError(problem, returncode=EXIT_ERROR)
+        if exit_code == EXIT_BAR_FAILED:
+            failed = ", ".join(
+                f"{r.name} {'no score' if r.value is None else f'{r.value:.3f}'} < {r.minimum:g}"
+                for r in results
+                if not r.passed
+            )
+            raise CommandError(f"fail-under: {failed}", returncode=EXIT_BAR_FAILED)
+
+    @staticmethod
+    def _run_problem(run: Run, *, allow_errors: bool) -> str:
+        if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+            return f"run {run.pk} {run.status}" + (f": {run.error}" if run.error else "")
+        if run.items_failed and not allow_errors:
+            first = run.items.filter(status="error").order_by("id").values_list("error", flat=True).first()
+            return f"run {run.pk}: {run.items_failed} items in error (first: {first}); --allow-errors to gate anyway"
+        return ""
+
+    def _write_json(
+        self,
+        path: str | None,
+        run: Run,
+        rows: list[dict[str, Any]],
+        results: list[BarResult] | None = None,
+        exit_code: int = EXIT_PASSED,
+    ) -> None:
+        if not path:
+            return
+        document = {
+            "run": {
+                "id": run.pk,
+                "name": run.name,
+                "status": run.status,
+                "dataset": str(run.dataset_version),
+                "judge": run.judge_config.name,
+                "metrics": run.metrics,
+                "settings": run.settings,
+                "items_total": run.items_total,
+                "items_done": run.items_done,
+                "items_failed": run.items_failed,
+                "error": run.error,
+            },
+            "summary": rows,
+            "fail_under": [
+                {"metric": r.name, "bar": r.minimum, "value": r.value, "passed": r.passed} for r in results or []
+            ],
+            "exit_code": exit_code,
+            "aggregates": run.aggregates,
+        }
+        Path(path).write_text(json.dumps(document, indent=2, default=str) + "\n")
+        self.stdout.write(f"wrote {path}")

@@ -1,0 +1,78 @@
+"""Celery tasks of the run engine (thin: they call services) and the reaper thread of every worker.
+
+Tasks are acknowledged late (settings: CELERY_TASK_ACKS_LATE) and idempotent: a redelivered
+message finds its item already claimed or finished and does nothing.
+
+The reaper needs no beat and no cron: when a worker is ready it starts a daemon thread that
+calls `services.runs_reap` at once and then every EVALSITE_REAP_INTERVAL_SECONDS (30 s;
+0 = off). Every worker runs one; reaping is safe concurrently (row locks, conditional
+updates), so a fleet of workers needs no coordination and a single surviving worker
+recovers the runs of dead ones. `manage.py reap_runs` does one pass by hand or from cron.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from celery import shared_task
+from celery.signals import worker_ready, worker_shutting_down
+from django.conf import settings
+from django.db import OperationalError, connections
+
+from evaluations import services
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    name="evaluations.run_start",
+    ignore_result=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def run_start_task(run_id: int) -> None:
+    services.run_start(run_id=run_id)
+
+
+@shared_task(name="evaluations.item_process", ignore_result=True)
+def item_process_task(item_id: int) -> str:
+    # No retry: a failure leaves the item running until its lease expires, then the reaper retries it.
+    return services.item_process(item_id=item_id)
+
+
+@shared_task(name="evaluations.runs_reap", ignore_result=True)
+def runs_reap_task() -> None:
+    services.runs_reap()
+
+
+_reaper_stop = threading.Event()
+
+
+@worker_ready.connect
+def start_reaper(**_: Any) -> None:
+    interval = settings.EVALSITE_REAP_INTERVAL_SECONDS
+    if interval <= 0:
+        logger.info("run reaper disabled (EVALSITE_REAP_INTERVAL_SECONDS=0)")
+        return
+    _reaper_stop.clear()
+    threading.Thread(target=_reap_forever, args=(interval,), name="evalsite-reaper", daemon=True).start()
+    logger.info("run reaper started: every %s s", interval)
+
+
+@worker_shutting_down.connect
+def stop_reaper(**_: Any) -> None:
+    _reaper_stop.set()
+
+
+def _reap_forever(interval: float) -> None:
+    while not _reaper_stop.is_set():
+        try:
+            services.runs_reap()
+        except Exception:
+            logger.exception("run reaper pass failed; trying again in %s s", interval)
+        finally:
+            connections.close_all()
+        _reaper_stop.wait(interval)

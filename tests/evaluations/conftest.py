@@ -1,0 +1,202 @@
+"""Factories and processes of the run-engine tests: datasets, judges, the fake LLM server, Celery workers.
+
+Tests that execute runs are `transaction=True` (`transactional_db`): the engine's threads and
+the worker process use their own database connections and only see committed rows. The
+worker subprocess connects to pytest-django's test database (`test_<name>`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from django.conf import settings
+from django.db import connection
+
+from datasets.models import DatasetVersion
+from datasets.services import dataset_import
+from judges.models import JudgeConfig
+from judges.services import judge_config_create
+from tests.evaluations.helpers import StubGateway, example
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON = sys.executable
+CELERY = str(Path(sys.executable).with_name("celery"))
+TEST_LEASE_SECONDS = 4
+
+
+@pytest.fixture
+def make_dataset(transactional_db) -> Callable[..., DatasetVersion]:
+    counter = iter(range(1, 10_000))
+
+    def make(
+        items: int | list[dict[str, Any]] = 6, *, name: str | None = None, tags: Callable[[int], tuple] | None = None
+    ) -> DatasetVersion:
+        if isinstance(items, int):
+            items = [example(n, tags=tags(n) if tags else ()) for n in range(1, items + 1)]
+        content = "".join(json.dumps(item) + "\n" for item in items).encode()
+        result = dataset_import(
+            name=name or f"ds-{next(counter)}", file=io.BytesIO(content), filename="data.jsonl", fmt="jsonl"
+        )
+        return result.version
+
+    return make
+
+
+@pytest.fixture
+def offline_judge(transactional_db) -> JudgeConfig:
+    return judge_config_create(name="offline-test", provider="offline", model="heuristic-v1", max_concurrency=4)
+
+
+# --- Fake LLM server -------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class FakeLLM:
+    url: str
+    process: subprocess.Popen
+
+    def stats(self) -> dict[str, Any]:
+        import httpx
+
+        return httpx.get(self.url.removesuffix("/v1") + "/stats", timeout=5).json()
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[Callable[..., FakeLLM]]:
+    """Start `python -m judges.fakellm` with the given options; returns its /v1 URL and process."""
+    started: list[subprocess.Popen] = []
+
+    def start(*options: str, latency_ms: int = 20) -> FakeLLM:
+        port = free_port()
+        command = [PYTHON, "-m", "judges.fakellm", "--port", str(port), "--latency-ms", str(latency_ms), *options]
+        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        started.append(process)
+        line = process.stdout.readline()  # type: ignore[union-attr]
+        match = re.search(r"https?://\S+", line)
+        if not match:
+            process.kill()
+            raise RuntimeError(f"fake LLM server did not start: {line!r}")
+        url = match.group(0).rstrip("/")
+        return FakeLLM(url=url if url.endswith("/v1") else f"{url}/v1", process=process)
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture
+def make_fake_judge(transactional_db) -> Callable[..., JudgeConfig]:
+    counter = iter(range(1, 10_000))
+
+    def make(server: FakeLLM, **fields: Any) -> JudgeConfig:
+        fields = {"max_concurrency": 8, "timeout_seconds": 10.0} | fields
+        return judge_config_create(
+            name=fields.pop("name", f"fake-{next(counter)}"),
+            provider="openai_compatible",
+            model=fields.pop("model", "fake-judge"),
+            base_url=server.url,
+            **fields,
+        )
+
+    return make
+
+
+# --- Celery worker ---------------------------------------------------------------------------
+
+
+def worker_env(**extra: str) -> dict[str, str]:
+    database = connection.settings_dict
+    env = dict(os.environ)
+    env.update(
+        DEBUG="1",
+        DATABASE_URL=f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}",
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        REDIS_URL=settings.REDIS_URL,
+        EVALSITE_ITEM_LEASE_SECONDS=str(TEST_LEASE_SECONDS),
+        EVALSITE_REAP_INTERVAL_SECONDS="1",
+        EVALSITE_REQUEUE_AFTER_SECONDS="5",
+        JUDGE_BACKOFF_BASE_SECONDS="0.05",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen
+    log_path: Path
+    log: Any = field(repr=False, default=None)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture
+def celery_worker(transactional_db, tmp_path) -> Iterator[Callable[..., Worker]]:
+    """Start real `celery -A evalsite worker --pool threads` processes against the test database."""
+    assert settings.CELERY_BROKER_URL.startswith("redis://"), "worker tests need CELERY_BROKER_URL=redis://..."
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    if settings.REDIS_URL and settings.REDIS_URL != settings.CELERY_BROKER_URL:
+        redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    workers: list[Worker] = []
+
+    def start(concurrency: int = 8, **env: str) -> Worker:
+        log_path = tmp_path / f"worker-{len(workers) + 1}.log"
+        log = log_path.open("w")
+        command = [CELERY, "-A", "evalsite", "worker", "--pool", "threads", "-c", str(concurrency), "-l", "info"]
+        command += ["-n", f"test{len(workers) + 1}-{os.getpid()}@%h", "--without-gossip", "--without-mingle"]
+        process = subprocess.Popen(command, cwd=REPO, env=worker_env(**env), stdout=log, stderr=subprocess.STDOUT)
+        worker = Worker(process=process, log_path=log_path, log=log)
+        workers.append(worker)
+        deadline = time.monotonic() + 30
+        while "ready." not in worker.output():
+            if process.poll() is not None or time.monotonic() > deadline:
+                worker.kill()
+                raise RuntimeError(f"worker did not start:\n{worker.output()}")
+            time.sleep(0.1)
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.kill()
+        worker.log.close()
+    connection.close()  # the flush after the test must not wait on anything
+
+
+# --- A stand-in gateway for in-process engine tests (no network, no JudgeCall rows) ----------
+
+
+@pytest.fixture
+def stub_gateway(monkeypatch) -> StubGateway:
+    from judges import gateway
+
+    stub = StubGateway()
+    monkeypatch.setattr(gateway, "judge", stub)
+    return stub

@@ -1,0 +1,348 @@
+"""The item pipeline and run lifecycle, executed in-process against a stand-in gateway (fast, no network)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from evaluations import services
+from evaluations.engine import ItemOutcome, item_execute
+from evaluations.models import Claim, ItemStatus, MetricResult, Run, RunItem, RunStatus
+from evaluations.tasks import item_process_task
+from tests.evaluations.helpers import example, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ALL_METRICS = ["faithfulness", "relevancy", "rubric", "correctness", "citation_audit", "retrieval"]
+JUDGE_CALLS_PER_ITEM = 5  # claim extraction + verification, relevancy, rubric, correctness
+
+
+def in_process_run(version, judge, metrics=ALL_METRICS, **kwargs) -> Run:
+    run = services.run_create(dataset_version=version, judge_config=judge, metrics=metrics, enqueue=False, **kwargs)
+    return services.run_execute_in_process(run=run)
+
+
+def started_without_workers(version, judge, metrics=ALL_METRICS) -> Run:
+    """A running run with its items created and nothing queued (as the in-process executor starts it)."""
+    run = services.run_create(dataset_version=version, judge_config=judge, metrics=metrics, enqueue=False)
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+    services.run_start(run_id=run.pk)
+    run.refresh_from_db()
+    return run
+
+
+def test_a_run_stores_one_result_per_metric_and_its_claims(make_dataset, offline_judge, stub_gateway) -> None:
+    version = make_dataset(6, tags=lambda n: ("even",) if n % 2 == 0 else ("odd",))
+
+    run = in_process_run(version, offline_judge)
+
+    assert run.status == RunStatus.COMPLETED
+    assert (run.items_total, run.items_done, run.items_failed) == (6, 6, 0)
+    assert set(RunItem.objects.filter(run=run).values_list("status", flat=True)) == {ItemStatus.DONE}
+    assert MetricResult.objects.filter(item__run=run).count() == 6 * len(ALL_METRICS)
+    assert Claim.objects.filter(item__run=run).count() == 6 * 2
+    assert run.judge_calls == 6 * JUDGE_CALLS_PER_ITEM == len(stub_gateway.calls)
+    assert {run_id for _, _, run_id in stub_gateway.calls} == {run.pk}
+    assert (run.input_tokens, run.output_tokens) == (run.judge_calls * 10, run.judge_calls * 5)
+    assert float(run.cost) == pytest.approx(run.judge_calls * 0.001)
+    assert run.started_at and run.finished_at and run.heartbeat_at is None
+    assert RunItem.objects.filter(run=run, overall_score__isnull=True).count() == 0
+    aggregates = run.aggregates
+    assert set(aggregates["metrics"]) == set(ALL_METRICS)
+    assert aggregates["metrics"]["correctness"]["mean"] == 4.5
+    assert aggregates["metrics"]["faithfulness"]["pass_rate"] == 1.0
+    assert aggregates["tags"]["even"]["items"]["total"] == 3
+    assert aggregates["judge"]["calls"] == run.judge_calls
+    assert aggregates["wall_seconds"] > 0
+
+
+def test_the_same_item_task_delivered_twice_writes_once(make_dataset, offline_judge, stub_gateway) -> None:
+    # given a started run of two items
+    run = started_without_workers(make_dataset(2), offline_judge)
+    first, second = RunItem.objects.filter(run=run).order_by("id")
+
+    # when the first item's task is delivered twice
+    assert item_process_task(first.pk) == ItemOutcome.DONE
+    assert item_process_task(first.pk) == ItemOutcome.SKIPPED
+
+    # then its results, claims, judge calls and counters are written once
+    first.refresh_from_db()
+    run.refresh_from_db()
+    assert (first.status, first.attempts) == (ItemStatus.DONE, 1)
+    assert MetricResult.objects.filter(item=first).count() == len(ALL_METRICS)
+    assert Claim.objects.filter(item=first).count() == 2
+    assert (run.items_done, run.judge_calls) == (1, JUDGE_CALLS_PER_ITEM)
+    assert len(stub_gateway.calls) == JUDGE_CALLS_PER_ITEM
+    # and the finished item fed the next one to the broker
+    second.refresh_from_db()
+    assert second.enqueued_at is not None
+
+
+def test_two_concurrent_deliveries_claim_once(make_dataset, offline_judge, stub_gateway) -> None:
+    run = started_without_workers(make_dataset(1), offline_judge)
+    item = RunItem.objects.get(run=run)
+    stub_gateway.latency = 0.05
+    outcomes: list[ItemOutcome] = []
+
+    def deliver() -> None:
+        outcomes.append(item_execute(item.pk).outcome)
+
+    threads = [threading.Thread(target=deliver) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(outcomes) == sorted([ItemOutcome.DONE] + [ItemOutcome.SKIPPED] * 3)
+    assert MetricResult.objects.filter(item=item).count() == len(ALL_METRICS)
+    assert Run.objects.get(pk=run.pk).items_done == 1
+
+
+def test_a_stale_execution_whose_lease_was_reclaimed_writes_nothing(make_dataset, offline_judge, stub_gateway) -> None:
+    # given an execution that stalls (its worker presumed dead)
+    run = started_without_workers(make_dataset(1), offline_judge)
+    item = RunItem.objects.get(run=run)
+    stub_gateway.latency = 0.2
+    stale: list[ItemOutcome] = []
+    thread = threading.Thread(target=lambda: stale.append(item_execute(item.pk).outcome))
+    thread.start()
+    stub_gateway.started.wait(5)
+
+    # when its lease expires, the reaper puts the item back and another execution does it
+    RunItem.objects.filter(pk=item.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert services.items_reclaim_expired() == (1, 0)
+    fresh = item_execute(item.pk).outcome
+    thread.join()
+
+    # then only the fresh execution's results exist
+    assert (fresh, stale) == (ItemOutcome.DONE, [ItemOutcome.LOST])
+    item.refresh_from_db()
+    assert (item.status, item.attempts) == (ItemStatus.DONE, 2)
+    assert MetricResult.objects.filter(item=item).count() == len(ALL_METRICS)
+    assert Claim.objects.filter(item=item).count() == 2
+    assert Run.objects.get(pk=run.pk).items_done == 1
+
+
+def test_judge_failures_are_item_errors_never_scores(make_dataset, offline_judge, stub_gateway) -> None:
+    items = [example(1), example(2, query="FAIL: what now?"), example(3)]
+
+    run = in_process_run(make_dataset(items), offline_judge)
+
+    assert run.status == RunStatus.COMPLETED_WITH_ERRORS
+    assert (run.items_done, run.items_failed) == (2, 1)
+    failed = RunItem.objects.get(run=run, status=ItemStatus.ERROR)
+    assert "HTTP 500" in failed.error
+    assert failed.overall_score is None
+    assert not MetricResult.objects.filter(item=failed).exists()
+    relevancy = run.aggregates["metrics"]["relevancy"]
+    assert (relevancy["covered"], relevancy["errored"], relevancy["mean"]) == (2, 1, 1.0)
+
+
+def test_a_run_whose_every_item_failed_has_failed(make_dataset, offline_judge, stub_gateway) -> None:
+    run = in_process_run(make_dataset([example(1, query="FAIL 1"), example(2, query="FAIL 2")]), offline_judge)
+
+    assert run.status == RunStatus.FAILED
+    assert run.error.startswith("all 2 items failed")
+
+
+def test_repeats_store_mean_and_std_of_the_samples(make_dataset, offline_judge, stub_gateway) -> None:
+    stub_gateway.rubric_by_sample = {0: 0.6, 1: 0.8, 2: 1.0}
+
+    run = in_process_run(make_dataset(2), offline_judge, metrics=["relevancy", "rubric"], settings={"repeats": 3})
+
+    assert run.status == RunStatus.COMPLETED
+    rubric = MetricResult.objects.filter(item__run=run, metric="rubric").first()
+    assert rubric.score == pytest.approx(0.8)
+    assert rubric.details["samples"] == [0.6, 0.8, 1.0]
+    assert rubric.details["std"] == pytest.approx(0.1633, abs=1e-4)
+    assert sorted({sample for _, sample, _ in stub_gateway.calls}) == [0, 1, 2]
+    assert run.judge_calls == 2 * 2 * 3
+    assert run.aggregates["metrics"]["rubric"]["std_mean"] == pytest.approx(0.1633, abs=1e-4)
+    assert run.aggregates["metrics"]["relevancy"]["std_mean"] == 0.0
+
+
+def test_cancel_stops_promptly_and_resume_finishes_the_rest(make_dataset, offline_judge, stub_gateway) -> None:
+    # given a slow run executing in a background thread
+    stub_gateway.latency = 0.1
+    run = services.run_create(
+        dataset_version=make_dataset(12), judge_config=offline_judge, metrics=ALL_METRICS, enqueue=False
+    )
+    executor = threading.Thread(target=services.run_execute_in_process, kwargs={"run": run, "workers": 2})
+    executor.start()
+    wait_until(lambda: Run.objects.get(pk=run.pk).items_done >= 1, message="a first item")
+
+    # when it is cancelled
+    services.run_cancel(run=run)
+    executor.join(10)
+
+    # then the interrupted items went back to pending, not error, and the run is cancelled
+    assert not executor.is_alive()
+    run.refresh_from_db()
+    counts = {status: RunItem.objects.filter(run=run, status=status).count() for status in ItemStatus.values}
+    assert run.status == RunStatus.CANCELLED
+    assert counts[ItemStatus.RUNNING] == counts[ItemStatus.ERROR] == 0
+    assert counts[ItemStatus.PENDING] > 0
+    assert not MetricResult.objects.filter(item__run=run, item__status=ItemStatus.PENDING).exists()
+
+    # when it is resumed
+    stub_gateway.latency = 0
+    services.run_resume(run=run)
+    run = services.run_execute_in_process(run=run)
+
+    # then every item is done once
+    assert run.status == RunStatus.COMPLETED
+    assert run.items_done == 12
+    assert MetricResult.objects.filter(item__run=run).count() == 12 * len(ALL_METRICS)
+
+
+def test_rerun_failed_resets_only_the_errored_items(make_dataset, offline_judge, stub_gateway) -> None:
+    run = in_process_run(make_dataset([example(1), example(2, query="FAIL now"), example(3)]), offline_judge)
+    assert run.status == RunStatus.COMPLETED_WITH_ERRORS
+    done_before = dict(RunItem.objects.filter(run=run, status=ItemStatus.DONE).values_list("id", "attempts"))
+
+    stub_gateway.fail_marked = False
+    assert services.run_rerun_failed(run=run) == 1
+    run = services.run_execute_in_process(run=run)
+
+    assert run.status == RunStatus.COMPLETED
+    assert (run.items_done, run.items_failed) == (3, 0)
+    assert dict(RunItem.objects.filter(pk__in=done_before).values_list("id", "attempts")) == done_before
+    assert MetricResult.objects.filter(item__run=run).count() == 3 * len(ALL_METRICS)
+    with pytest.raises(ValueError, match="only a run that finished with errors"):
+        services.run_rerun_failed(run=run)
+
+
+def test_run_create_validates_and_enqueues_after_commit(make_dataset, offline_judge, monkeypatch) -> None:
+    from evaluations import tasks
+
+    sent: list[int] = []
+    monkeypatch.setattr(tasks.run_start_task, "delay", sent.append)
+    version = make_dataset(1)
+
+    with pytest.raises(ValueError, match="metrics: unknown metric bleu"):
+        services.run_create(dataset_version=version, judge_config=offline_judge, metrics=["relevancy", "bleu"])
+    with pytest.raises(ValueError, match="thresholds.faithfulness"):
+        services.run_create(
+            dataset_version=version,
+            judge_config=offline_judge,
+            metrics=["faithfulness"],
+            settings={"thresholds": {"faithfulness": 2}},
+        )
+    run = services.run_create(
+        dataset_version=version, judge_config=offline_judge, metrics=["relevancy", "relevancy"], settings={"repeats": 2}
+    )
+
+    assert sent == [run.pk]
+    assert run.metrics == ["relevancy"]
+    assert run.settings["repeats"] == 2 and "thresholds" in run.settings
+    assert run.status == RunStatus.QUEUED
+
+
+def test_cancelling_a_queued_run_cancels_it_at_once(make_dataset, offline_judge, monkeypatch) -> None:
+    from evaluations import tasks
+
+    monkeypatch.setattr(tasks.run_start_task, "delay", lambda run_id: None)
+    run = services.run_create(dataset_version=make_dataset(1), judge_config=offline_judge, metrics=["retrieval"])
+
+    assert services.run_cancel(run=run).status == RunStatus.CANCELLED
+    with pytest.raises(ValueError, match="only a queued or running run"):
+        services.run_cancel(run=run)
+    services.run_start(run_id=run.pk)  # a late start task does nothing
+    assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
+
+
+def test_reaper_reclaims_expired_leases_and_gives_up_after_max_attempts(
+    make_dataset, offline_judge, stub_gateway, settings
+) -> None:
+    settings.EVALSITE_MAX_ITEM_ATTEMPTS = 3
+    run = started_without_workers(make_dataset(3), offline_judge)
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=None)  # workers' run now
+    first, second, third = RunItem.objects.filter(run=run).order_by("id")
+    expired = timezone.now() - timedelta(seconds=1)
+    RunItem.objects.filter(pk=first.pk).update(status=ItemStatus.RUNNING, attempts=1, lease_expires_at=expired)
+    RunItem.objects.filter(pk=second.pk).update(status=ItemStatus.RUNNING, attempts=3, lease_expires_at=expired)
+    RunItem.objects.filter(pk=third.pk).update(
+        status=ItemStatus.RUNNING, attempts=1, lease_expires_at=timezone.now() + timedelta(minutes=5)
+    )
+
+    report = services.runs_reap()
+
+    assert (report.reclaimed, report.abandoned) == (1, 1)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    third.refresh_from_db()
+    assert first.status == ItemStatus.PENDING and first.enqueued_at is not None  # fed again
+    assert report.fed == 1
+    assert second.status == ItemStatus.ERROR and "abandoned after 3 attempts" in second.error
+    assert third.status == ItemStatus.RUNNING
+    assert Run.objects.get(pk=run.pk).items_failed == 1
+
+
+def test_reaper_finishes_idle_runs_and_requeues_lost_messages(
+    make_dataset, offline_judge, settings, monkeypatch
+) -> None:
+    from evaluations import tasks
+
+    started: list[int] = []
+    monkeypatch.setattr(tasks.run_start_task, "delay", started.append)
+    settings.EVALSITE_REQUEUE_AFTER_SECONDS = 60
+    version = make_dataset(2)
+    long_ago = timezone.now() - timedelta(minutes=5)
+
+    # a run whose last item finished but whose finaliser died
+    idle = started_without_workers(version, offline_judge, metrics=["retrieval"])
+    RunItem.objects.filter(run=idle).update(status=ItemStatus.DONE)
+    Run.objects.filter(pk=idle.pk).update(heartbeat_at=None)
+    # a running run whose queued messages were lost
+    lost = started_without_workers(version, offline_judge, metrics=["retrieval"])
+    RunItem.objects.filter(run=lost).update(enqueued_at=long_ago)
+    Run.objects.filter(pk=lost.pk).update(heartbeat_at=None)
+    # a queued run whose start message was lost, and a fresh one left alone
+    queued = services.run_create(dataset_version=version, judge_config=offline_judge, metrics=["retrieval"])
+    Run.objects.filter(pk=queued.pk).update(created_at=long_ago)
+    services.run_create(dataset_version=version, judge_config=offline_judge, metrics=["retrieval"])
+    started.clear()
+
+    report = services.runs_reap()
+
+    assert Run.objects.get(pk=idle.pk).status == RunStatus.COMPLETED
+    assert (report.finalized, report.requeued, report.restarted) == (1, 2, 1)
+    assert started == [queued.pk]
+    assert RunItem.objects.filter(run=lost, enqueued_at__gt=long_ago).count() == 2
+
+
+def test_reaper_leaves_a_live_in_process_run_alone(make_dataset, offline_judge) -> None:
+    run = started_without_workers(make_dataset(2), offline_judge)  # heartbeat fresh
+
+    report = services.runs_reap()
+
+    assert report.fed == 0
+    assert not RunItem.objects.filter(run=run, enqueued_at__isnull=False).exists()
+
+
+def test_claim_override_recomputes_faithfulness_overall_and_aggregates(
+    make_dataset, offline_judge, stub_gateway, make_user
+) -> None:
+    run = in_process_run(make_dataset(2), offline_judge, metrics=["faithfulness", "rubric"])
+    item = RunItem.objects.filter(run=run).order_by("id").first()
+    overall_before = item.overall_score
+    claim = Claim.objects.get(item=item, position=0)
+    reviewer = make_user("reviewer")
+
+    override = services.claim_override(claim=claim, reviewer=reviewer, new_verdict="CONTRADICTED", reason="wrong")
+
+    assert (override.old_verdict, override.new_verdict, override.reviewer) == ("SUPPORTED", "CONTRADICTED", reviewer)
+    claim.refresh_from_db()
+    assert (claim.judge_verdict, claim.current_verdict) == ("SUPPORTED", "CONTRADICTED")
+    faithfulness = MetricResult.objects.get(item=item, metric="faithfulness")
+    assert faithfulness.score == 0.5 and faithfulness.passed is False
+    assert faithfulness.details["counts"]["CONTRADICTED"] == 1 and faithfulness.details["overrides"] == 1
+    item.refresh_from_db()
+    assert item.overall_score < overall_before
+    run.refresh_from_db()
+    assert run.aggregates["metrics"]["faithfulness"]["mean"] == 0.75
+    with pytest.raises(ValueError, match="new_verdict"):
+        services.claim_override(claim=claim, reviewer=reviewer, new_verdict="MAYBE")
