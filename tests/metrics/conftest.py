@@ -110,3 +110,16 @@ class TextJudge(ScriptedJudge):
         text = reply(fields) if callable(reply) else reply
         value = parse_reply(prompt_name, text, fields)
         return JudgeResult(value=value, prompt_name=prompt_name, prompt_version=prompt_version(prompt_name))
+
+
+def offline_judge(prompt_name: str, fields: dict[str, Any]) -> JudgeResult:
+    """The deterministic offline judge, its reply text read by the real parser (no gateway, no database)."""
+    from judges.offline import reply
+    from judges.parsing import parse_reply
+    from judges.prompts import prompt_version
+
+    return JudgeResult(
+        value=parse_reply(prompt_name, reply(prompt_name, fields), fields),
+        prompt_name=prompt_name,
+        prompt_version=prompt_version(prompt_name),
+    )
