@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from judges.offline import verify_claims  # noqa: E402
+from judges.offline import verify, verify_claims  # noqa: E402
 from judges.types import CONTRADICTED, NOT_ENOUGH_INFO, PARTIALLY_SUPPORTED, SUPPORTED, Context  # noqa: E402
 
 DEFAULT_PATH = REPO.parent / "shared" / "external" / "wice" / "oracle-claim-dev.jsonl"
@@ -39,22 +39,26 @@ def load_rows(path: Path) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def claim_labels(rows: list[dict]) -> tuple[dict[str, str], dict[str, str]]:
-    """Best human label and best judge label per claim, claims in file order."""
-    human: dict[str, str] = {}
-    judge: dict[str, str] = {}
+def row_verdicts(rows: list[dict]) -> list[str]:
+    """The judge's label for each row: the claim verified against that row's evidence chunk."""
+    labels = []
     for row in rows:
+        context = Context(id="chunk", text="\n".join(row["evidence"]))
+        labels.append(JUDGE_TO_LABEL[verify_claims([row["claim"]], [context])[0].verdict])
+    return labels
+
+
+def best_per_claim(rows: list[dict], labels: list[str]) -> dict[str, str]:
+    """The best label over each claim's rows, claims in file order."""
+    best: dict[str, str] = {}
+    for row, label in zip(rows, labels, strict=True):
         claim = row["claim"]
-        chunk = row.get("meta", {}).get("id", "chunk")
-        context = Context(id=str(chunk), text="\n".join(row["evidence"]))
-        verdict = JUDGE_TO_LABEL[verify_claims([claim], [context])[0].verdict]
-        for labels, label in ((human, row["label"]), (judge, verdict)):
-            if claim not in labels or RANK[label] > RANK[labels[claim]]:
-                labels[claim] = label
-    return human, judge
+        if claim not in best or RANK[label] > RANK[best[claim]]:
+            best[claim] = label
+    return best
 
 
-def confusion(human: dict[str, str], judge: dict[str, str], labels: tuple[str, ...]) -> dict[str, dict[str, int]]:
+def confusion(human: dict, judge: dict, labels: tuple[str, ...]) -> dict[str, dict[str, int]]:
     matrix = {truth: dict.fromkeys(labels, 0) for truth in labels}
     for claim, truth in human.items():
         matrix[truth][judge[claim]] += 1
@@ -92,11 +96,17 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = load_rows(args.path)
     started = time.perf_counter()
-    human, judge = claim_labels(rows)
+    judged = row_verdicts(rows)
     elapsed = time.perf_counter() - started
+    human = best_per_claim(rows, [row["label"] for row in rows])
+    judge = best_per_claim(rows, judged)
 
     print(
         f"rows: {len(rows)}  claims: {len(human)}  elapsed: {elapsed:.2f} s ({elapsed / len(rows) * 1000:.2f} ms/row)"
+    )
+    print(
+        f"judge settings: SUPPORTED_AT={verify.SUPPORTED_AT} PARTIAL_AT={verify.PARTIAL_AT} "
+        f"MAX_EVIDENCE_UNITS={verify.MAX_EVIDENCE_UNITS}"
     )
     print()
     three_way = confusion(human, judge, LABELS)
@@ -106,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     two_way = confusion(binary(human), binary(judge), ("supported", "not_fully_supported"))
     print_matrix("claim level, supported vs not fully supported", two_way)
     print(f"balanced accuracy (binary): {balanced_accuracy(two_way):.3f}")
+    print()
+    by_row = confusion(dict(enumerate(row["label"] for row in rows)), dict(enumerate(judged)), LABELS)
+    print(f"row level (each evidence chunk on its own), balanced accuracy (3-way): {balanced_accuracy(by_row):.3f}")
     return 0
 
 
