@@ -108,6 +108,16 @@ def test_a_good_upload_redirects_to_the_new_version(admin_client) -> None:
     assert "Imported version 1 with 2 items." in page.content.decode()
 
 
+def test_a_large_upload_streamed_to_a_temporary_file_imports(admin_client, settings) -> None:
+    # given uploads above this size are spooled to disk (TemporaryUploadedFile) instead of memory
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 100
+    content = jsonl(*(item(n) for n in range(1, 40)))
+    assert len(content) > 100
+    response = upload(admin_client, content)
+    assert response.status_code == 302
+    assert DatasetVersion.objects.get().item_count == 39
+
+
 def test_uploading_the_same_content_again_says_nothing_is_new(admin_client) -> None:
     upload(admin_client, jsonl(item(1)))
     response = upload(admin_client, jsonl(item(1)), filename="renamed.jsonl")
