@@ -4,7 +4,8 @@ Steps: strip citation markers ("[stip-tally]", "[1, 2]"); split into sentences; 
 sentence at "; ", ", and", "but" and at "and" when both sides carry their own verb; give a
 subject-less right-hand clause the subject of its left-hand one ("X was authored by Y and
 requested Z" → "X requested Z"); replace a leading "It" / "The program" with the previous
-claim's subject when that subject is a simple noun phrase.
+claim's subject when that subject is a simple noun phrase; drop a leading "However," and
+statements about the answerer or its sources ("I could not find ...").
 """
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ COMMON_VERBS = word_set(
 PRONOUN_SUBJECTS = ("it", "this", "he", "she", "they")
 GENERIC_SUBJECTS = ("the program", "this program", "the programme", "the proposal", "this proposal", "the project")
 _DETERMINERS = word_set("the a an its their his her our this that these those")
+_DISCOURSE_RE = re.compile(
+    r"^(?:however|also|in addition|additionally|moreover|furthermore|overall|in summary|in short|finally)\s*,?\s+",
+    re.I,
+)
+# Statements about the answerer or the sources ("I could not find ...", "the provided context does
+# not say ...") are not claims about the world: nothing in the contexts could support them.
+_META_RE = re.compile(
+    r"^(?:I|we)\b|\bthe contexts?\b"
+    r"|\b(?:provided|retrieved|given|available)(?:\s+[\w-]+){0,2}?\s+(?:contexts?|documents?|data|information|sources?)\b",
+    re.I,
+)
 _CLAUSE_SPLIT_RE = re.compile(r"(;\s+|,\s+(?:and|but|while|whereas)\s+|\s+but\s+|\s+and\s+)")
 
 
@@ -49,9 +61,9 @@ def extract_claims(response: str) -> list[str]:
     subject = ""
     for sentence in split_sentences(strip_citations(response or "")):
         for clause in split_clauses(sentence):
-            clause = _resolve_reference(clause, subject)
+            clause = _resolve_reference(_DISCOURSE_RE.sub("", clause), subject)
             clause = _tidy(clause)
-            if len(clause.split()) < MIN_CLAIM_WORDS or not re.search(r"[A-Za-z]", clause):
+            if len(clause.split()) < MIN_CLAIM_WORDS or not re.search(r"[A-Za-z]", clause) or _META_RE.search(clause):
                 continue
             claims.append(clause)
             subject = subject_of(clause) or subject

@@ -248,6 +248,15 @@ def test_no_claims_from_an_empty_answer(response):
     assert extract_claims(response) == []
 
 
+def test_statements_about_the_answerer_or_the_sources_are_not_claims():
+    response = (
+        "I could not find this in the provided context. The retrieved governance data does not describe concerns "
+        "about the Orbit proposal. However, the STIP passed."
+    )
+
+    assert extract_claims(response) == ["The STIP passed."]
+
+
 # --- contradictions and support --------------------------------------------------------------------
 
 
