@@ -214,7 +214,7 @@ def content_tokens(text: str) -> list[Token]:
 
 _NAME_JOINERS = frozenset({"of", "the", "for", "de", "del", "la", "le", "van", "von", "&"})
 _NOT_NAMES = frozenset(MONTHS) | WEEKDAYS | STOPWORDS | QUESTION_WORDS
-_SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;\n#*>-])[\s\"'(\[]*$")
+_SENTENCE_ENDS = ".!?:;\n#*>-"
 
 
 def _is_name_word(token: Token) -> bool:
@@ -249,7 +249,8 @@ def name_spans(text: str, *, sentence_initial: bool = True) -> list[tuple[int, i
             elif tokens[j].raw.lower() not in _NAME_JOINERS:
                 break
             j += 1
-        opens_sentence = bool(_SENTENCE_START_RE.search(text[: tokens[i].start]))
+        before = text[max(0, tokens[i].start - 8) : tokens[i].start].rstrip(" \t\"'([")
+        opens_sentence = tokens[i].start == 0 or not before or before[-1] in _SENTENCE_ENDS
         lone = last == i
         if sentence_initial or not (opens_sentence and lone and not tokens[i].raw.isupper()):
             spans.append((i, last + 1))
