@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest
+
+from judges import services
+from judges.models import JudgeCall, JudgeConfig
+
+
+class JudgeConfigForm(forms.ModelForm):
+    # A plain CharField: the model's URLField rejects docker host names such as http://vllm:8000/v1.
+    base_url = forms.CharField(
+        required=False, help_text="e.g. http://localhost:8000/v1 for vLLM; empty for the provider's own API"
+    )
+
+    class Meta:
+        model = JudgeConfig
+        fields = ("name", *services.EDITABLE_FIELDS)
+
+    def _get_validation_exclusions(self) -> set[str]:
+        return super()._get_validation_exclusions() | {"base_url"}  # checked by judge_config_validate
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        try:
+            services.judge_config_validate(self.instance)
+        except ValidationError as exc:
+            self._update_errors(exc)
+
+
+@admin.register(JudgeConfig)
+class JudgeConfigAdmin(admin.ModelAdmin):
+    form = JudgeConfigForm
+    list_display = (
+        "name",
+        "provider",
+        "model",
+        "base_url",
+        "api_key_env",
+        "max_concurrency",
+        "requests_per_minute",
+        "tokens_per_minute",
+    )
+    list_filter = ("provider",)
+    search_fields = ("name", "model")
+
+
+@admin.register(JudgeCall)
+class JudgeCallAdmin(admin.ModelAdmin):
+    """The call log is read-only: it is also the cache, and every verdict points at it."""
+
+    list_display = (
+        "id",
+        "created_at",
+        "config",
+        "prompt_name",
+        "prompt_version",
+        "run_id",
+        "attempts",
+        "input_tokens",
+        "output_tokens",
+        "cost",
+        "latency_ms",
+        "failed",
+    )
+    list_filter = ("config", "prompt_name")
+    list_select_related = ("config",)
+    search_fields = ("=cache_key", "error")
+    date_hierarchy = "created_at"
+    show_full_result_count = False  # COUNT(*) over millions of calls on every page is slow
+
+    @admin.display(boolean=True, description="failed")
+    def failed(self, call: JudgeCall) -> bool:
+        return bool(call.error)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: JudgeCall | None = None) -> bool:
+        return False

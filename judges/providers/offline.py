@@ -1,0 +1,20 @@
+"""The offline judge: deterministic heuristics (`judges.offline`), no network, no key, no cost."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from judges.providers.base import ProviderReply, estimate_tokens
+
+if TYPE_CHECKING:
+    from judges.models import JudgeConfig
+    from judges.prompts import RenderedPrompt
+
+
+def complete(config: JudgeConfig, prompt: RenderedPrompt) -> ProviderReply:
+    from judges import offline
+
+    text = offline.reply(prompt.name, prompt.fields)
+    return ProviderReply(
+        text=text, input_tokens=estimate_tokens(prompt.system + prompt.user), output_tokens=estimate_tokens(text)
+    )

@@ -1,0 +1,74 @@
+"""OpenAI chat completions through the official `openai` SDK; `openai_compatible` reuses `chat_completion`."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from judges.providers.base import ClientCache, ProviderError, ProviderReply, api_key, sdk_error
+
+if TYPE_CHECKING:
+    import openai
+
+    from judges.models import JudgeConfig
+    from judges.prompts import RenderedPrompt
+
+_clients = ClientCache()
+# Configs whose server answered 400 to `response_format`: asked without it from then on (this process).
+_no_json_mode: set[tuple[int | None, str]] = set()
+_no_json_mode_lock = threading.Lock()
+
+
+def complete(config: JudgeConfig, prompt: RenderedPrompt) -> ProviderReply:
+    return chat_completion(config, prompt, secret=api_key(config), token_limit_param="max_completion_tokens")
+
+
+def chat_completion(
+    config: JudgeConfig, prompt: RenderedPrompt, *, secret: str, token_limit_param: str
+) -> ProviderReply:
+    import openai  # on first use: the SDK takes seconds to import and most processes never call it
+
+    client = _clients.get(config, secret, lambda: _build_client(config, secret))
+    params: dict[str, Any] = {
+        "model": config.model,
+        "messages": [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.user}],
+        "temperature": config.temperature,
+        token_limit_param: config.max_tokens,
+    }
+    json_mode = prompt.expects_json and (config.pk, config.base_url) not in _no_json_mode
+    if json_mode:
+        params["response_format"] = {"type": "json_object"}
+    try:
+        completion = client.chat.completions.create(**params)
+    except openai.APIError as exc:
+        if json_mode and isinstance(exc, openai.BadRequestError) and "response_format" in str(exc.body):
+            # Some OpenAI-compatible servers (LM Studio, older vLLM) reject JSON mode: drop it for this
+            # config and let the gateway try again (through the rate limiter); the parser copes without it.
+            with _no_json_mode_lock:
+                _no_json_mode.add((config.pk, config.base_url))
+            raise ProviderError(
+                f"{config.provider} ({config.model}): server rejected JSON mode; asking without it",
+                retryable=True,
+                retry_after=0.0,
+                status=400,
+            ) from None
+        raise sdk_error(exc, openai, config, secret) from None
+    if not completion.choices:
+        raise ProviderError(f"{config.provider} ({config.model}): reply without choices", retryable=True)
+    choice = completion.choices[0]
+    usage = completion.usage
+    return ProviderReply(
+        text=choice.message.content or "",
+        input_tokens=usage.prompt_tokens if usage else 0,
+        output_tokens=usage.completion_tokens if usage else 0,
+        truncated=choice.finish_reason == "length",
+    )
+
+
+def _build_client(config: JudgeConfig, secret: str) -> openai.OpenAI:
+    import openai
+
+    # max_retries=0: the gateway retries, with backoff shared across rate limits and parse failures.
+    return openai.OpenAI(
+        api_key=secret, base_url=config.base_url or None, timeout=config.timeout_seconds, max_retries=0
+    )

@@ -1,0 +1,38 @@
+"""Reads of judge configs and calls."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db.models import Count, QuerySet, Sum
+
+from judges.models import JudgeCall, JudgeConfig
+
+
+def judge_config_list() -> QuerySet[JudgeConfig]:
+    return JudgeConfig.objects.all()
+
+
+def judge_config_get(*, name: str) -> JudgeConfig | None:
+    return JudgeConfig.objects.filter(name=name).first()
+
+
+def judge_call_cached(*, cache_key: str) -> JudgeCall | None:
+    """The first successful call with this cache key (the gateway's exact-match cache), without its request."""
+    return JudgeCall.objects.filter(cache_key=cache_key, error="").defer("request").order_by("id").first()
+
+
+def judge_calls_for_run(*, run_id: int) -> QuerySet[JudgeCall]:
+    return JudgeCall.objects.filter(run_id=run_id).select_related("config")
+
+
+def judge_spend_for_run(*, run_id: int) -> dict[str, int | Decimal]:
+    """New spend of a run: calls made (cache hits write no row), tokens, cost and failed calls."""
+    totals = JudgeCall.objects.filter(run_id=run_id).aggregate(
+        calls=Count("id"),
+        input_tokens=Sum("input_tokens", default=0),
+        output_tokens=Sum("output_tokens", default=0),
+        cost=Sum("cost", default=Decimal(0)),
+    )
+    totals["errors"] = JudgeCall.objects.filter(run_id=run_id).exclude(error="").count()
+    return totals
