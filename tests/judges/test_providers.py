@@ -184,7 +184,7 @@ def test_sdk_client_is_reused_until_its_settings_change(make_judge, fake_llm, mo
     assert len(built) == 2
 
 
-def test_offline_provider_answers_with_the_heuristic_judge(make_judge):
+def test_heuristic_provider_answers_without_network(make_judge):
     config = make_judge("offline")
     prompt = relevancy_prompt()
     reply = PROVIDERS["offline"](config, prompt)
