@@ -13,3 +13,9 @@ def make_user(db):
         return user
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings) -> None:
+    # make_user hashes a password; the default hasher costs most of a view test's run time.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -37,9 +37,3 @@ def import_bytes(db) -> Callable[..., ImportResult]:
         return dataset_import(name=name, file=io.BytesIO(content), filename=filename, fmt=fmt, user=user)
 
     return run
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings) -> None:
-    # make_user hashes a password; the default hasher costs most of a view test's run time.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -35,6 +35,5 @@ class Command(BaseCommand):
         run = run_create(
             dataset_version=version, judge_config=judge, metrics=DEMO_METRICS, name="Demo run", user=user, enqueue=False
         )
-        run_execute_in_process(run_id=run.pk)
-        run.refresh_from_db()
+        run = run_execute_in_process(run=run)
         self.stdout.write(f"Demo run {run.pk}: {run.status}, {run.items_done} items scored")
