@@ -27,7 +27,7 @@ from judges import parsing, prompts, ratelimit, selectors, services
 from judges.models import JudgeCall, JudgeConfig
 from judges.prompts import RenderedPrompt
 from judges.providers import Provider, ProviderReply, estimate_tokens, get_provider
-from judges.types import JudgeCancelled, JudgeError, JudgeResponseError, JudgeResult
+from judges.types import Context, JudgeCancelled, JudgeError, JudgeResponseError, JudgeResult
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ CHECK_PROMPT = "relevancy"
 CHECK_FIELDS = {
     "query": "What is the capital of France?",
     "response": "Paris is the capital of France.",
-    "contexts": [],
+    "contexts": (Context(id="1", text="Paris is the capital and largest city of France."),),
 }
 
 
@@ -139,15 +139,10 @@ def check(config: JudgeConfig) -> CheckResult:
 
     Raises JudgeError with the provider's exact error, or JudgeResponseError if the reply breaks the contract.
     """
-    from judges.types import Context
-
-    fields = {**CHECK_FIELDS, "contexts": [Context(id="1", text="Paris is the capital and largest city of France.")]}
-    prompt = prompts.render(CHECK_PROMPT, fields)
-    started = time.monotonic()
+    prompt = prompts.render(CHECK_PROMPT, CHECK_FIELDS)
     reply = get_provider(config.provider)(config, prompt)
-    latency_ms = round((time.monotonic() - started) * 1000)
     value = parsing.parse_reply(prompt.name, reply.text, prompt.fields)
-    return CheckResult(latency_ms, reply.input_tokens, reply.output_tokens, reply.text, value)
+    return CheckResult(reply.latency_ms, reply.input_tokens, reply.output_tokens, reply.text, value)
 
 
 @dataclass
@@ -156,7 +151,7 @@ class _Outcome:
     raw_reply: str = ""
     input_tokens: int = 0  # summed over attempts: failed parses cost tokens too
     output_tokens: int = 0
-    latency_ms: int = 0  # of the last provider call
+    latency_ms: int = 0  # of the last API call that answered
     truncated: bool = False
     value: object = None
     error: JudgeError | None = None
@@ -221,11 +216,8 @@ def _send(
 
 
 def _call(config: JudgeConfig, prompt: RenderedPrompt, provider: Provider, outcome: _Outcome) -> ProviderReply:
-    started = time.monotonic()
-    try:
-        reply = provider(config, prompt)
-    finally:
-        outcome.latency_ms = round((time.monotonic() - started) * 1000)
+    reply = provider(config, prompt)
+    outcome.latency_ms = reply.latency_ms
     outcome.raw_reply = reply.text
     outcome.input_tokens += reply.input_tokens
     outcome.output_tokens += reply.output_tokens

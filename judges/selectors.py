@@ -18,8 +18,9 @@ def judge_config_get(*, name: str) -> JudgeConfig | None:
 
 
 def judge_call_cached(*, cache_key: str) -> JudgeCall | None:
-    """The first successful call with this cache key (the gateway's exact-match cache), without its request."""
-    return JudgeCall.objects.filter(cache_key=cache_key, error="").defer("request").order_by("id").first()
+    """The first successful call with this cache key (the gateway's exact-match cache): id, reply and version."""
+    calls = JudgeCall.objects.filter(cache_key=cache_key, error="").order_by("id")
+    return calls.only("id", "raw_reply", "prompt_version").first()
 
 
 def judge_calls_for_run(*, run_id: int) -> QuerySet[JudgeCall]:

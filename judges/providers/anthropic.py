@@ -6,9 +6,10 @@ mode either (structured outputs need a schema per prompt): the shared parser rea
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
-from judges.providers.base import ClientCache, ProviderReply, api_key, sdk_error
+from judges.providers.base import ClientCache, ProviderReply, api_key, elapsed_ms, sdk_error
 
 if TYPE_CHECKING:
     import anthropic
@@ -24,6 +25,7 @@ def complete(config: JudgeConfig, prompt: RenderedPrompt) -> ProviderReply:
 
     secret = api_key(config)
     client = _clients.get(config, secret, lambda: _build_client(config, secret))
+    started = time.monotonic()
     try:
         message = client.messages.create(
             model=config.model,
@@ -39,6 +41,7 @@ def complete(config: JudgeConfig, prompt: RenderedPrompt) -> ProviderReply:
         text="".join(block.text for block in message.content if block.type == "text"),
         input_tokens=input_tokens,
         output_tokens=usage.output_tokens,
+        latency_ms=elapsed_ms(started),
         truncated=message.stop_reason == "max_tokens",
     )
 

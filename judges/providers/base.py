@@ -25,6 +25,7 @@ class ProviderReply:
     text: str
     input_tokens: int
     output_tokens: int
+    latency_ms: int = 0  # of the API call alone (not the SDK's import or client set-up on first use)
     truncated: bool = False  # the model stopped at max_tokens
 
 
@@ -42,6 +43,11 @@ class ProviderError(JudgeError):
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
+
+
+def elapsed_ms(started: float) -> int:
+    """Milliseconds since `started` (a time.monotonic() reading)."""
+    return round((time.monotonic() - started) * 1000)
 
 
 def estimate_tokens(text: str) -> int:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
-from judges.providers.base import ProviderReply, estimate_tokens
+from judges.providers.base import ProviderReply, elapsed_ms, estimate_tokens
 
 if TYPE_CHECKING:
     from judges.models import JudgeConfig
@@ -14,7 +15,11 @@ if TYPE_CHECKING:
 def complete(config: JudgeConfig, prompt: RenderedPrompt) -> ProviderReply:
     from judges import offline
 
+    started = time.monotonic()
     text = offline.reply(prompt.name, prompt.fields)
     return ProviderReply(
-        text=text, input_tokens=estimate_tokens(prompt.system + prompt.user), output_tokens=estimate_tokens(text)
+        text=text,
+        input_tokens=estimate_tokens(prompt.system + prompt.user),
+        output_tokens=estimate_tokens(text),
+        latency_ms=elapsed_ms(started),
     )

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
-from judges.providers.base import ClientCache, ProviderError, ProviderReply, api_key, sdk_error
+from judges.providers.base import ClientCache, ProviderError, ProviderReply, api_key, elapsed_ms, sdk_error
 
 if TYPE_CHECKING:
     import openai
@@ -39,7 +40,11 @@ def chat_completion(
     if json_mode:
         params["response_format"] = {"type": "json_object"}
     try:
-        completion = client.chat.completions.create(**params)
+        # client.post rather than chat.completions.create: create() runs every call's parameters through
+        # the SDK's annotation-driven transform, 1.4 ms of CPU a call (measured; a third of the SDK's
+        # cost per call, at ~130 calls/s on two cores). Our parameters are plain JSON already.
+        started = time.monotonic()
+        completion = client.post("/chat/completions", body=params, cast_to=openai.types.chat.ChatCompletion)
     except openai.APIError as exc:
         if json_mode and isinstance(exc, openai.BadRequestError) and "response_format" in str(exc.body):
             # Some OpenAI-compatible servers (LM Studio, older vLLM) reject JSON mode: drop it for this
@@ -61,6 +66,7 @@ def chat_completion(
         text=choice.message.content or "",
         input_tokens=usage.prompt_tokens if usage else 0,
         output_tokens=usage.completion_tokens if usage else 0,
+        latency_ms=elapsed_ms(started),
         truncated=choice.finish_reason == "length",
     )
 

@@ -38,7 +38,7 @@ def relevancy_fields(query: str = "What is the capital of France?") -> dict:
 def test_success_returns_parsed_value_and_logs_the_call(provider, make_judge, fake_llm):
     # given
     config = make_judge(provider, input_price_per_million="2.5", output_price_per_million="10")
-    fake_llm.script({"match": "capital", "reply": "YES\nThe contexts say Paris is the capital."})
+    fake_llm.script({"match": "capital", "reply": "YES\nThe contexts say Paris is the capital.", "delay_ms": 30})
     # when
     result = gateway.judge(config, "relevancy", relevancy_fields(), run_id=42)
     # then
@@ -60,6 +60,7 @@ def test_success_returns_parsed_value_and_logs_the_call(provider, make_judge, fa
         "",
     )
     assert call.cost == expected_cost.quantize(Decimal("0.000001"))
+    assert 30 <= call.latency_ms == result.latency_ms < 1000
     assert call.request["model"] == config.model
     assert call.request["messages"][1]["content"].startswith("<question>")
     assert len(call.cache_key) == 64
