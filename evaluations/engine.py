@@ -23,13 +23,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Exists, F, OuterRef
+from django.db import connection, transaction
 from django.utils import timezone
 
 from datasets.models import Example
@@ -46,6 +45,8 @@ logger = logging.getLogger(__name__)
 # How stale the "is the run being cancelled?" answer may be: one status query per run per
 # process every this many seconds, shared by all threads, instead of one per judge call.
 STOP_CHECK_SECONDS = 0.5
+# How long a process reuses a run's metrics, settings and judge config before reloading them.
+RUN_CONTEXT_SECONDS = 5.0
 _MAX_ERROR_LENGTH = 2000
 
 
@@ -169,38 +170,74 @@ class ItemJudge:
 # --- The pipeline ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ClaimedItem:
+    item_id: int
+    run_id: int
+    example_id: int
+    attempt: int  # this execution's token: the final write only succeeds while it still matches
+
+
+@dataclass(frozen=True)
+class RunContext:
+    metrics: list[str]
+    settings: dict[str, Any]
+    judge_config: JudgeConfig
+    loaded_at: float
+
+
+_run_contexts: dict[int, RunContext] = {}
+_run_contexts_lock = threading.Lock()
+
+
+def run_context(run_id: int) -> RunContext:
+    """What every item of a run needs (metrics, settings, judge config): one query per run per process
+    every RUN_CONTEXT_SECONDS rather than a three-table join per item."""
+    with _run_contexts_lock:
+        context = _run_contexts.get(run_id)
+        if context is None or time.monotonic() - context.loaded_at > RUN_CONTEXT_SECONDS:
+            run = Run.objects.select_related("judge_config").only("metrics", "settings", "judge_config").get(pk=run_id)
+            context = RunContext(run.metrics, run.settings, run.judge_config, time.monotonic())
+            _run_contexts[run_id] = context
+        return context
+
+
 def item_execute(item_id: int) -> ItemExecution:
     """Claim, evaluate and store one item; safe to call twice (the second call does nothing)."""
     lease_seconds = settings.EVALSITE_ITEM_LEASE_SECONDS
-    if not _claim(item_id, lease_seconds):
+    claimed = _claim(item_id, lease_seconds)
+    if claimed is None:
         return ItemExecution(ItemOutcome.SKIPPED)
-    item = RunItem.objects.select_related("run", "run__judge_config", "example").get(pk=item_id)
-    run = item.run
-    _note_running(run.pk)
+    _note_running(claimed.run_id)
+    context = run_context(claimed.run_id)
     judge = ItemJudge(
-        item_id=item.pk, attempt=item.attempts, run_id=run.pk, config=run.judge_config, lease_seconds=lease_seconds
+        item_id=item_id,
+        attempt=claimed.attempt,
+        run_id=claimed.run_id,
+        config=context.judge_config,
+        lease_seconds=lease_seconds,
     )
-    return ItemExecution(_evaluate_and_store(item, judge), run.pk)
+    return ItemExecution(_evaluate_and_store(claimed, context, judge), claimed.run_id)
 
 
-def _evaluate_and_store(item: RunItem, judge: ItemJudge) -> ItemOutcome:
-    run = item.run
+def _evaluate_and_store(claimed: ClaimedItem, context: RunContext, judge: ItemJudge) -> ItemOutcome:
     started = time.monotonic()
     try:
-        outcomes, overall = evaluate_run_item(item.example, run.metrics, run.settings, judge)
+        example = Example.objects.get(pk=claimed.example_id)
+        outcomes, overall = evaluate_run_item(example, context.metrics, context.settings, judge)
     except LeaseLost:
-        logger.warning("item %s: lease lost, leaving it to its new owner", item.pk)
-        _bump_run(run.pk, judge.usage)
+        logger.warning("item %s: lease lost, leaving it to its new owner", claimed.item_id)
+        _bump_run(claimed.run_id, judge.usage)
         return ItemOutcome.LOST
     except Exception as exc:
         if judge.cancelled:
-            return _release(item, judge)
+            return _release(claimed, judge)
         if not isinstance(exc, JudgeError):
-            logger.exception("item %s: unexpected error", item.pk)
-        return _fail(item, judge, _error_message(exc), started)
+            logger.exception("item %s: unexpected error", claimed.item_id)
+        return _fail(claimed, judge, _error_message(exc), started)
     if judge.cancelled:  # a metric swallowed the cancel: its outcome is not a score
-        return _release(item, judge)
-    return _complete(item, judge, outcomes, overall, started)
+        return _release(claimed, judge)
+    return _complete(claimed, judge, outcomes, overall, started)
 
 
 def evaluate_run_item(
@@ -234,36 +271,59 @@ def item_input_from_example(example: Example) -> ItemInput:
     )
 
 
-def _claim(item_id: int, lease_seconds: float) -> bool:
+# The statements below run for every item. They are plain SQL (PostgreSQL and SQLite ≥ 3.35
+# alike) because the ORM's query compilation cost 1–3 ms of CPU each, against ~0.3 ms raw: at
+# hundreds of items a second that was a third of a worker's CPU (bench/throughput.py).
+_ITEMS = RunItem._meta.db_table
+_RUNS = Run._meta.db_table
+
+_CLAIM_SQL = f"""
+    UPDATE {_ITEMS} SET status = %s, attempts = attempts + 1, lease_expires_at = %s, started_at = %s, error = ''
+    WHERE id = %s AND status = %s
+      AND EXISTS (SELECT 1 FROM {_RUNS} WHERE {_RUNS}.id = {_ITEMS}.run_id AND {_RUNS}.status = %s)
+    RETURNING run_id, example_id, attempts
+"""
+
+
+def _claim(item_id: int, lease_seconds: float) -> ClaimedItem | None:
+    """pending → running with a lease, only while the run is running; None if this execution did not get it.
+
+    The status condition is on the updated row itself, so PostgreSQL re-checks it after waiting
+    for a concurrent claim's row lock: of two deliveries exactly one wins.
+    """
     now = timezone.now()
-    run_is_running = Run.objects.filter(pk=OuterRef("run_id"), status=RunStatus.RUNNING)
-    # The status condition is on the updated row itself, so PostgreSQL re-checks it after
-    # waiting for a concurrent claim's lock: exactly one of two deliveries wins.
-    claimed = (
-        RunItem.objects.filter(pk=item_id, status=ItemStatus.PENDING)
-        .filter(Exists(run_is_running))
-        .update(
-            status=ItemStatus.RUNNING,
-            attempts=F("attempts") + 1,
-            lease_expires_at=now + timedelta(seconds=lease_seconds),
-            started_at=now,
-            error="",
-        )
-    )
-    return claimed == 1
+    lease_until = now + timedelta(seconds=lease_seconds)
+    params = [
+        ItemStatus.RUNNING,
+        _sql_value(lease_until),
+        _sql_value(now),
+        item_id,
+        ItemStatus.PENDING,
+        RunStatus.RUNNING,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_CLAIM_SQL, params)
+        row = cursor.fetchone()
+    return ClaimedItem(item_id, *row) if row else None
 
 
-def _owned(item: RunItem):  # -> QuerySet[RunItem]
-    return RunItem.objects.filter(pk=item.pk, status=ItemStatus.RUNNING, attempts=item.attempts)
+def _finish_item(claimed: ClaimedItem, **values: Any) -> bool:
+    """Write the item's final columns if this execution still owns it (running, same attempt)."""
+    columns = ", ".join(f"{connection.ops.quote_name(name)} = %s" for name in values)
+    sql = f"UPDATE {_ITEMS} SET {columns} WHERE id = %s AND status = %s AND attempts = %s"
+    with connection.cursor() as cursor:
+        params = [_sql_value(value) for value in values.values()]
+        cursor.execute(sql, [*params, claimed.item_id, ItemStatus.RUNNING, claimed.attempt])
+        return cursor.rowcount == 1
 
 
 def _complete(
-    item: RunItem, judge: ItemJudge, outcomes: dict[str, MetricOutcome], overall: float | None, started: float
+    claimed: ClaimedItem, judge: ItemJudge, outcomes: dict[str, MetricOutcome], overall: float | None, started: float
 ) -> ItemOutcome:
-    results = [_metric_result(item, outcome) for outcome in outcomes.values()]
+    results = [_metric_result(claimed.item_id, outcome) for outcome in outcomes.values()]
     claims = [
         Claim(
-            item_id=item.pk,
+            item_id=claimed.item_id,
             position=claim.position,
             text=claim.text,
             judge_verdict=claim.verdict,
@@ -275,7 +335,8 @@ def _complete(
         for claim in outcome.claims
     ]
     with transaction.atomic():
-        written = _owned(item).update(
+        written = _finish_item(
+            claimed,
             status=ItemStatus.DONE,
             overall_score=overall,
             finished_at=timezone.now(),
@@ -283,17 +344,18 @@ def _complete(
             lease_expires_at=None,
             error="",
         )
-        if written:
+        if written:  # else a duplicate or stale execution: it writes nothing
             MetricResult.objects.bulk_create(results)
             if claims:
                 Claim.objects.bulk_create(claims)
-        _bump_run(item.run_id, judge.usage, done=written)
+        _bump_run(claimed.run_id, judge.usage, done=int(written))
     return ItemOutcome.DONE if written else ItemOutcome.LOST
 
 
-def _fail(item: RunItem, judge: ItemJudge, message: str, started: float) -> ItemOutcome:
+def _fail(claimed: ClaimedItem, judge: ItemJudge, message: str, started: float) -> ItemOutcome:
     with transaction.atomic():
-        written = _owned(item).update(
+        written = _finish_item(
+            claimed,
             status=ItemStatus.ERROR,
             error=message,
             overall_score=None,
@@ -301,37 +363,40 @@ def _fail(item: RunItem, judge: ItemJudge, message: str, started: float) -> Item
             duration_ms=_elapsed_ms(started),
             lease_expires_at=None,
         )
-        _bump_run(item.run_id, judge.usage, failed=written)
+        _bump_run(claimed.run_id, judge.usage, failed=int(written))
     return ItemOutcome.ERROR if written else ItemOutcome.LOST
 
 
-def _release(item: RunItem, judge: ItemJudge) -> ItemOutcome:
+def _release(claimed: ClaimedItem, judge: ItemJudge) -> ItemOutcome:
     with transaction.atomic():
-        released = _owned(item).update(status=ItemStatus.PENDING, lease_expires_at=None, enqueued_at=None)
-        _bump_run(item.run_id, judge.usage)
+        released = _finish_item(claimed, status=ItemStatus.PENDING, lease_expires_at=None, enqueued_at=None)
+        _bump_run(claimed.run_id, judge.usage)
     return ItemOutcome.RELEASED if released else ItemOutcome.LOST
 
 
+_COUNTERS = ("items_done", "items_failed", "judge_calls", "cache_hits", "input_tokens", "output_tokens", "cost")
+_BUMP_SQL = f"UPDATE {_RUNS} SET " + ", ".join(f"{name} = {name} + %s" for name in _COUNTERS) + " WHERE id = %s"
+
+
 def _bump_run(run_id: int, usage: JudgeUsage, *, done: int = 0, failed: int = 0) -> None:
-    changes: dict[str, Any] = {}
-    for field_name, amount in (
-        ("items_done", done),
-        ("items_failed", failed),
-        ("judge_calls", usage.calls),
-        ("cache_hits", usage.cache_hits),
-        ("input_tokens", usage.input_tokens),
-        ("output_tokens", usage.output_tokens),
-        ("cost", usage.cost),
-    ):
-        if amount:
-            changes[field_name] = F(field_name) + amount
-    if changes:
-        Run.objects.filter(pk=run_id).update(**changes)
+    amounts = [done, failed, usage.calls, usage.cache_hits, usage.input_tokens, usage.output_tokens, usage.cost]
+    if any(amounts):
+        with connection.cursor() as cursor:
+            cursor.execute(_BUMP_SQL, [*map(_sql_value, amounts), run_id])
 
 
-def _metric_result(item: RunItem, outcome: MetricOutcome) -> MetricResult:
+def _sql_value(value: Any) -> Any:
+    """Datetimes and decimals as the backend stores them (SQLite: UTC text without offset)."""
+    if isinstance(value, datetime):
+        return connection.ops.adapt_datetimefield_value(value)
+    if isinstance(value, Decimal):
+        return connection.ops.adapt_decimalfield_value(value)
+    return value
+
+
+def _metric_result(item_id: int, outcome: MetricOutcome) -> MetricResult:
     return MetricResult(
-        item_id=item.pk,
+        item_id=item_id,
         metric=outcome.metric,
         score=outcome.score,
         passed=outcome.passed,

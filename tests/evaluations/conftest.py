@@ -12,7 +12,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -64,12 +63,6 @@ def offline_judge(transactional_db) -> JudgeConfig:
 # --- Fake LLM server -------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass
 class FakeLLM:
     url: str
@@ -87,8 +80,8 @@ def fake_llm() -> Iterator[Callable[..., FakeLLM]]:
     started: list[subprocess.Popen] = []
 
     def start(*options: str, latency_ms: int = 20) -> FakeLLM:
-        port = free_port()
-        command = [PYTHON, "-m", "judges.fakellm", "--port", str(port), "--latency-ms", str(latency_ms), *options]
+        command = [PYTHON, "-m", "judges.fakellm", "--port", "0", "--latency-ms", str(latency_ms)]
+        command += ["--jitter-ms", "0", *options]
         process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         started.append(process)
         line = process.stdout.readline()  # type: ignore[union-attr]

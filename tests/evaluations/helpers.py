@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from evaluations.models import FINISHED_STATUSES, Run
@@ -108,3 +109,31 @@ class StubGateway:
         return JudgeResult(
             value=value, prompt_name=prompt_name, prompt_version="1", input_tokens=10, output_tokens=5, cost=0.001
         )
+
+
+# --- Scripted fake LLM replies (valid for every prompt; faults added per test) ---------------
+
+CLAIMS_REPLY = '{"claims": ["The river level rose.", "Gauge data were collected daily."]}'
+VERDICTS_REPLY = (
+    '{"verdicts": [{"claim": 1, "evidence": "the river level rose", "context_ids": ["c1"], "verdict": "SUPPORTED"},'
+    ' {"claim": 2, "evidence": "collected daily", "context_ids": ["c2"], "verdict": "SUPPORTED"}]}'
+)
+RUBRIC_REPLY = (
+    '{"faithfulness": 0.9, "relevance": 0.9, "completeness": 0.8, "reasoning_quality": 0.8,'
+    ' "improvement_suggestions": ["Say when."]}'
+)
+VALID_REPLIES = [
+    {"match": "claim extraction judge", "reply": CLAIMS_REPLY},
+    {"match": "claim verification judge", "reply": VERDICTS_REPLY},
+    {"match": "relevancy judge", "reply": "YES\nThe answer addresses the question."},
+    {"match": "rubric judge", "reply": RUBRIC_REPLY},
+    {"match": "correctness judge", "reply": "4\nThe answer matches the reference."},
+]
+
+
+def script_file(path: Path, *fault_rows: dict[str, Any]) -> str:
+    """A --script file: the fault rows first (they win while they apply), then valid replies for every prompt."""
+    import json
+
+    path.write_text("".join(json.dumps(row) + "\n" for row in [*fault_rows, *VALID_REPLIES]))
+    return str(path)

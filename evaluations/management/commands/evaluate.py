@@ -1,12 +1,15 @@
 """`manage.py evaluate`: start a run from a CI pipeline (or a laptop) and gate on its scores.
 
     manage.py evaluate --dataset NAME[@VERSION] --judge NAME --metrics faithfulness,relevancy
-        [--settings JSON] [--name NAME] [--wait | --in-process [--workers N]]
+        [--run-settings JSON] [--name NAME] [--wait | --in-process [--workers N]]
         [--fail-under faithfulness=0.8,overall=0.7] [--allow-errors] [--json PATH]
 
 By default the run is queued for the Celery workers; `--wait` follows it to the end.
 `--in-process` executes it here with the engine the workers use (a thread pool of the judge's
 max concurrency, the same rate limits), for a CI job with no worker.
+
+Run settings are `--run-settings` (`--settings` is taken: manage.py reads it as the Django
+settings module before any command sees it).
 
 Exit status: 0 every bar passed; 1 a `--fail-under` bar failed; 2 bad arguments, a run that
 failed or was cancelled, items in error (unless `--allow-errors`), or no worker picked the run
@@ -157,7 +160,8 @@ class Command(BaseCommand):
         parser.add_argument("--dataset", required=True, help="NAME or NAME@VERSION (default: the latest version)")
         parser.add_argument("--judge", required=True, help="name of a judge config")
         parser.add_argument("--metrics", required=True, help="comma-separated metric names")
-        parser.add_argument("--settings", default=None, help="run settings as JSON, e.g. '{\"repeats\": 3}'")
+        # Not --settings: manage.py itself reads that one as the Django settings module.
+        parser.add_argument("--run-settings", default=None, help="run settings as JSON, e.g. '{\"repeats\": 3}'")
         parser.add_argument("--name", default="", help="a name for the run")
         parser.add_argument("--wait", action="store_true", help="follow the queued run until it finishes")
         parser.add_argument("--in-process", action="store_true", help="execute the run here, without workers")
@@ -180,7 +184,7 @@ class Command(BaseCommand):
         version = self._dataset_version(options["dataset"])
         judge = self._judge(options["judge"])
         metrics = self._metrics(options["metrics"])
-        run_settings = self._settings(options["settings"])
+        run_settings = self._settings(options["run_settings"])
         bars = self._bars(options["fail_under"], metrics)
         if options["workers"] is not None and options["workers"] < 1:
             raise CommandError("--workers: must be at least 1", returncode=EXIT_ERROR)
@@ -256,11 +260,11 @@ class Command(BaseCommand):
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise CommandError(f"--settings: not valid JSON: {exc}", returncode=EXIT_ERROR) from None
+            raise CommandError(f"--run-settings: not valid JSON: {exc}", returncode=EXIT_ERROR) from None
         try:
             resolve_settings(value)
         except ValueError as exc:
-            raise CommandError(f"--settings: {exc}", returncode=EXIT_ERROR) from None
+            raise CommandError(f"--run-settings: {exc}", returncode=EXIT_ERROR) from None
         return value
 
     def _bars(self, text: str | None, metrics: list[str]) -> list[Bar]:

@@ -1,0 +1,135 @@
+"""Read-mostly admin: runs change through services (actions below), results only through the engine and reviews."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from evaluations import services
+from evaluations.models import Claim, MetricResult, Run, RunItem, VerdictOverride
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = (
+        "__str__",
+        "dataset_version",
+        "judge_config",
+        "status",
+        "items_total",
+        "items_done",
+        "items_failed",
+        "judge_calls",
+        "cost",
+        "created_at",
+    )
+    list_filter = ("status", "judge_config")
+    search_fields = ("name", "dataset_version__dataset__name")
+    list_select_related = ("dataset_version__dataset", "judge_config")
+    fields = (
+        "name",
+        "dataset_version",
+        "judge_config",
+        "metrics",
+        "settings",
+        "status",
+        "error",
+        ("items_total", "items_done", "items_failed"),
+        ("judge_calls", "cache_hits", "input_tokens", "output_tokens", "cost"),
+        "aggregates",
+        "created_by",
+        ("created_at", "started_at", "finished_at", "heartbeat_at"),
+    )
+    readonly_fields = (
+        "dataset_version",
+        "judge_config",
+        "metrics",
+        "settings",
+        "status",
+        "error",
+        "items_total",
+        "items_done",
+        "items_failed",
+        "judge_calls",
+        "cache_hits",
+        "input_tokens",
+        "output_tokens",
+        "cost",
+        "aggregates",
+        "created_by",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "heartbeat_at",
+    )
+    actions = ("cancel_runs", "resume_runs", "rerun_failed_items")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # runs start from the runs page, the API or `manage.py evaluate`
+
+    @admin.action(description="Cancel the selected runs")
+    def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        self._apply(request, queryset, services.run_cancel, "cancelled")
+
+    @admin.action(description="Resume the selected cancelled runs")
+    def resume_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        self._apply(request, queryset, services.run_resume, "resumed")
+
+    @admin.action(description="Re-run the failed items of the selected runs")
+    def rerun_failed_items(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        self._apply(request, queryset, services.run_rerun_failed, "re-running their failed items")
+
+    def _apply(self, request: HttpRequest, queryset: QuerySet[Run], action: Callable[..., object], done: str) -> None:
+        applied = 0
+        for run in queryset:
+            try:
+                action(run=run)
+                applied += 1
+            except ValueError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+        if applied:
+            self.message_user(request, f"{applied} run(s) {done}.", messages.SUCCESS)
+
+
+@admin.register(RunItem)
+class RunItemAdmin(ReadOnlyAdmin):
+    list_display = ("id", "run", "example", "status", "attempts", "overall_score", "duration_ms", "finished_at")
+    list_filter = ("status",)
+    search_fields = ("example__external_id", "error")
+    list_select_related = ("run", "example")
+
+
+@admin.register(MetricResult)
+class MetricResultAdmin(ReadOnlyAdmin):
+    list_display = ("item", "metric", "score", "passed", "threshold", "prompt_version", "skipped_reason")
+    list_filter = ("metric", "passed")
+    list_select_related = ("item",)
+
+
+@admin.register(Claim)
+class ClaimAdmin(ReadOnlyAdmin):
+    list_display = ("item", "position", "__str__", "judge_verdict", "current_verdict")
+    list_filter = ("judge_verdict", "current_verdict")
+    search_fields = ("text",)
+    list_select_related = ("item",)
+
+
+@admin.register(VerdictOverride)
+class VerdictOverrideAdmin(ReadOnlyAdmin):
+    list_display = ("claim", "old_verdict", "new_verdict", "reviewer", "created_at")
+    list_filter = ("new_verdict",)
+    list_select_related = ("claim", "reviewer")
