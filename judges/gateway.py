@@ -61,7 +61,7 @@ def judge(
     try:
         _attempt(config, prompt, outcome, should_stop)
     except JudgeCancelled as exc:
-        if outcome.attempts:  # spend so far is still logged
+        if outcome.sent:  # what was sent is still logged (and paid for)
             outcome.error = exc
             _record(config, prompt, request, key, run_id, outcome)
         raise
@@ -147,7 +147,8 @@ def check(config: JudgeConfig) -> CheckResult:
 
 @dataclass
 class _Outcome:
-    attempts: int = 0
+    attempts: int = 0  # begun
+    sent: int = 0  # reached the provider
     raw_reply: str = ""
     input_tokens: int = 0  # summed over attempts: failed parses cost tokens too
     output_tokens: int = 0
@@ -216,6 +217,7 @@ def _send(
 
 
 def _call(config: JudgeConfig, prompt: RenderedPrompt, provider: Provider, outcome: _Outcome) -> ProviderReply:
+    outcome.sent += 1
     reply = provider(config, prompt)
     outcome.latency_ms = reply.latency_ms
     outcome.raw_reply = reply.text
@@ -226,11 +228,13 @@ def _call(config: JudgeConfig, prompt: RenderedPrompt, provider: Provider, outco
 
 
 def _sleep(seconds: float, config: JudgeConfig, should_stop: Callable[[], bool] | None) -> None:
+    """Back off for `seconds`, asking should_stop() every STOP_CHECK_SECONDS (the next attempt asks it anyway)."""
     deadline = time.monotonic() + seconds
-    while (remaining := deadline - time.monotonic()) > 0:
-        time.sleep(min(remaining, STOP_CHECK_SECONDS))
+    while (remaining := deadline - time.monotonic()) > STOP_CHECK_SECONDS:
+        time.sleep(STOP_CHECK_SECONDS)
         if should_stop is not None and should_stop():
             raise JudgeCancelled(f"judge {config.name!r}: stopped while backing off")
+    time.sleep(max(0.0, remaining))
 
 
 def _cached_result(key: str, prompt: RenderedPrompt) -> JudgeResult | None:
