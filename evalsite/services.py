@@ -19,5 +19,5 @@ def user_create_or_update(*, username: str, password: str, role: str, email: str
     if email:
         user.email = email
     user.save()
-    user.groups.set([Group.objects.get(name=role)])
+    user.groups.set([Group.objects.get_or_create(name=role)[0]])
     return user, created

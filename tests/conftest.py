@@ -9,7 +9,7 @@ def make_user(db):
     def make(username: str = "user", *, role: str | None = None, password: str = "pw-12345678") -> User:
         user = User.objects.create_user(username=username, password=password)
         if role:
-            user.groups.add(Group.objects.get(name=role))
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
         return user
 
     return make
