@@ -385,6 +385,27 @@ def _bump_run(run_id: int, usage: JudgeUsage, *, done: int = 0, failed: int = 0)
             cursor.execute(_BUMP_SQL, [*map(_sql_value, amounts), run_id])
 
 
+def items_mark_enqueued(run_id: int, count: int) -> list[int]:
+    """Mark the run's next `count` unqueued pending items as queued (only while it is running); their ids.
+
+    SKIP LOCKED (PostgreSQL): concurrent feeders of one run take different items. SQLite runs
+    one write transaction at a time, so the plain UPDATE is enough there.
+    """
+    skip_locked = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    sql = f"""
+        UPDATE {_ITEMS} SET enqueued_at = %s WHERE id IN (
+            SELECT id FROM {_ITEMS}
+            WHERE run_id = %s AND status = %s AND enqueued_at IS NULL
+              AND EXISTS (SELECT 1 FROM {_RUNS} WHERE id = %s AND status = %s)
+            ORDER BY id LIMIT %s{skip_locked}
+        ) RETURNING id
+    """
+    params = [_sql_value(timezone.now()), run_id, ItemStatus.PENDING, run_id, RunStatus.RUNNING, count]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return sorted(row[0] for row in cursor.fetchall())
+
+
 def _sql_value(value: Any) -> Any:
     """Datetimes and decimals as the backend stores them (SQLite: UTC text without offset)."""
     if isinstance(value, datetime):

@@ -32,12 +32,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connections, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import F
 from django.utils import timezone
 
 from datasets.models import DatasetVersion, Example
 from evaluations.aggregates import run_aggregates
-from evaluations.engine import ItemOutcome, item_execute
+from evaluations.engine import ItemOutcome, item_execute, items_mark_enqueued
 from evaluations.metrics import METRIC_NAMES, execution_order, overall_score
 from evaluations.metrics.base import MetricOutcome
 from evaluations.metrics.faithfulness import faithfulness_details, faithfulness_score
@@ -73,6 +73,9 @@ ITEM_BATCH_SIZE = 1000
 # (~1 ms) plus one message.
 FEED_WINDOW_FACTOR = 2
 FEED_WINDOW_MIN = 4
+# Threads (in-process) and window size for a judge without a concurrency limit (max_concurrency 0,
+# e.g. the offline judge, whose work is CPU-bound anyway).
+UNLIMITED_JUDGE_CONCURRENCY = 8
 # An in-process executor beats its heartbeat this often; workers adopt its run once it is stale.
 HEARTBEAT_SECONDS = 5
 HEARTBEAT_STALE_SECONDS = 60
@@ -158,26 +161,21 @@ def _create_items(run: Run) -> None:
     Run.objects.filter(pk=run.pk).update(items_total=expected)
 
 
+def judge_concurrency(config: JudgeConfig) -> int:
+    return config.max_concurrency or UNLIMITED_JUDGE_CONCURRENCY
+
+
 def feed_window(config: JudgeConfig) -> int:
-    return max(FEED_WINDOW_MIN, config.max_concurrency * FEED_WINDOW_FACTOR)
+    return max(FEED_WINDOW_MIN, judge_concurrency(config) * FEED_WINDOW_FACTOR)
 
 
 def run_feed(*, run_id: int, count: int) -> list[int]:
     """Hand up to `count` of the run's unqueued pending items to the broker (only while it is running)."""
     if count <= 0:
         return []
-    running = Run.objects.filter(pk=OuterRef("run_id"), status=RunStatus.RUNNING)
     with transaction.atomic():
-        # SKIP LOCKED: concurrent feeders of one run take different items.
-        item_ids = list(
-            RunItem.objects.select_for_update(skip_locked=True)
-            .filter(run_id=run_id, status=ItemStatus.PENDING, enqueued_at__isnull=True)
-            .filter(Exists(running))
-            .order_by("id")
-            .values_list("id", flat=True)[:count]
-        )
+        item_ids = items_mark_enqueued(run_id, count)
         if item_ids:
-            RunItem.objects.filter(pk__in=item_ids).update(enqueued_at=timezone.now())
             transaction.on_commit(lambda: _enqueue_items(item_ids))
     return item_ids
 
@@ -399,7 +397,7 @@ def run_execute_in_process(
     The same engine as the workers, so the same limits and guarantees; a heartbeat keeps the
     workers' reaper away from the run while this process lives. Ctrl-C cancels the run.
     """
-    workers = workers or run.judge_config.max_concurrency
+    workers = workers or judge_concurrency(run.judge_config)
     Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
     heartbeat = _Heartbeat(run.pk, on_progress)
     try:
