@@ -1,8 +1,8 @@
 """Run-engine throughput against the fake LLM server.
 
     DEBUG=1 DATABASE_URL=postgres://... REDIS_URL=redis://... .venv/bin/python bench/throughput.py
-        [--items 1000] [--latency-ms 200] [--concurrency 32] [--threads N] [--mode in-process|worker]
-        [--worker-processes 1] [--skip-zero] [--keep]
+        [--items 1000] [--latency-ms 200] [--concurrency 32] [--threads N]
+        [--mode in-process|worker] [--worker-processes 2] [--skip-zero] [--script FILE] [--keep]
 
 Three runs of faithfulness + relevancy + rubric + correctness (5 judge calls an item):
 
@@ -11,11 +11,13 @@ Three runs of faithfulness + relevancy + rubric + correctness (5 judge calls an 
 2. The same at 0 ms latency (fresh content, so no cache hit): items/s.
 3. Run 1 again, identical: every answer comes from the cache (0 new calls); speed-up over run 1.
 
-`--mode in-process` (default) executes runs with the engine's in-process executor (the code path
-of `evaluate --in-process`: a thread pool of the judge's max concurrency, or `--threads`);
-`--mode worker` starts `--worker-processes` real Celery workers (`--pool threads -c` threads each)
-and enqueues the runs for them. Both use the same item pipeline, gateway and shared Redis limits.
-Creates its datasets and judges with a random tag and deletes them afterwards unless `--keep`.
+`--mode in-process` (default) executes the runs with the engine's in-process executor (the code
+path of `evaluate --in-process`: one process, a thread pool of the judge's max concurrency or
+`--threads`); `--mode worker` starts `--worker-processes` real Celery workers (`--pool threads
+-c` threads each, the judge's limit shared through Redis) and enqueues the runs for them. Both
+use the same item pipeline and gateway. CPU seconds are read from /proc (Linux): the engine's
+(this process, or the workers) and the fake server's, per judge call. The datasets and judges
+get a random tag and are deleted afterwards unless `--keep`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import logging
 import os
 import re
 import signal
@@ -30,7 +33,7 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,14 +54,24 @@ from judges.models import JudgeConfig  # noqa: E402
 from judges.services import judge_config_create  # noqa: E402
 
 METRICS = ["faithfulness", "relevancy", "rubric", "correctness"]
-CALLS_PER_ITEM = 5  # claim extraction + claim verification, relevancy, rubric, correctness
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Processes:
+    workers: list[subprocess.Popen] = field(default_factory=list)
+    servers: list[subprocess.Popen] = field(default_factory=list)
+
+    def all(self) -> list[subprocess.Popen]:
+        return [*self.workers, *self.servers]
 
 
 @dataclass
 class Result:
     run: Run
     wall: float
-    cpu: float  # this process's CPU seconds (the whole engine in --mode in-process)
+    engine_cpu: float  # this process (in-process) or the worker processes
+    server_cpu: float  # the fake LLM server
 
 
 def main() -> None:
@@ -66,58 +79,62 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32, help="the judge's max_concurrency")
-    parser.add_argument("--threads", type=int, default=None, help="engine threads (default: --concurrency)")
+    parser.add_argument("--threads", type=int, default=None, help="engine threads per process (default: --concurrency)")
     parser.add_argument("--mode", choices=["in-process", "worker"], default="in-process")
-    parser.add_argument("--worker-processes", type=int, default=1)
+    parser.add_argument("--worker-processes", type=int, default=2)
     parser.add_argument("--skip-zero", action="store_true", help="skip the 0 ms latency run")
-    parser.add_argument("--keep", action="store_true", help="keep the datasets, runs and judges")
     parser.add_argument("--script", default=None, help="a --script file for the fake server (default: its own replies)")
+    parser.add_argument("--keep", action="store_true", help="keep the datasets, runs and judges")
     args = parser.parse_args()
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per request otherwise
     threads = args.threads or args.concurrency
     tag = uuid.uuid4().hex[:8]
     database = settings.DATABASES["default"]
     print(f"database: {database['ENGINE'].rsplit('.', 1)[-1]} {database['NAME']}; redis: {settings.REDIS_URL or '-'}")
-    print(f"mode: {args.mode}" + (f" ({args.worker_processes} worker process(es))" if args.mode == "worker" else ""))
-    print(f"engine threads: {threads} per process; judge max_concurrency {args.concurrency}; {os.cpu_count()} cores")
+    if args.mode == "worker":
+        print(f"mode: worker — {args.worker_processes} Celery worker process(es), --pool threads -c {threads}")
+    else:
+        print(f"mode: in-process — one process, {threads} engine threads")
+    print(f"judge max_concurrency {args.concurrency}; {os.cpu_count()} cores; load average {load_average()}")
 
-    processes: list[subprocess.Popen] = []
+    processes = Processes()
     created: list[tuple[JudgeConfig, DatasetVersion]] = []
     try:
-        slow_url = start_fake_llm(args.latency_ms, processes, args.script)
+        slow_server = start_fake_llm(args.latency_ms, processes, args.script)
         if args.mode == "worker":
             start_workers(args.worker_processes, threads, processes)
 
         slow = make_dataset(f"bench-{tag}-a", args.items, tag + "a")
-        slow_judge = make_judge(f"bench-{tag}-a", slow_url, args.concurrency)
+        slow_judge = make_judge(f"bench-{tag}-a", slow_server, args.concurrency)
         created.append((slow_judge, slow))
-        first = execute(slow, slow_judge, args.mode, threads)
-        calls = first.run.judge_calls
-        ideal = calls * args.latency_ms / 1000 / args.concurrency
+        first = execute(slow, slow_judge, args.mode, threads, processes, slow_server)
+        ideal = first.run.judge_calls * args.latency_ms / 1000 / args.concurrency
         print()
         print(f"1. {args.items} items at {args.latency_ms} ms latency, max concurrency {args.concurrency}")
         report(first)
         print(f"   ideal {ideal:.1f} s (calls × latency / concurrency); efficiency {ideal / first.wall:.2f}")
 
         if not args.skip_zero:
-            fast_url = start_fake_llm(0, processes, args.script)
+            fast_server = start_fake_llm(0, processes, args.script)
             fast = make_dataset(f"bench-{tag}-b", args.items, tag + "b")
-            fast_judge = make_judge(f"bench-{tag}-b", fast_url, args.concurrency)
+            fast_judge = make_judge(f"bench-{tag}-b", fast_server, args.concurrency)
             created.append((fast_judge, fast))
-            zero = execute(fast, fast_judge, args.mode, threads)
+            zero = execute(fast, fast_judge, args.mode, threads, processes, fast_server)
             print()
             print(f"2. {args.items} items at 0 ms latency")
             report(zero)
             print(f"   {args.items / zero.wall:.0f} items/s, {zero.run.judge_calls / zero.wall:.0f} calls/s")
 
-        again = execute(slow, slow_judge, args.mode, threads)
+        again = execute(slow, slow_judge, args.mode, threads, processes, slow_server)
         print()
         print("3. run 1 again, identical (answers from the cache)")
         report(again)
         print(f"   {again.run.judge_calls} new calls; {first.wall / again.wall:.1f}× faster than run 1")
+        print(f"\nload average at the end {load_average()}")
     finally:
-        for process in processes:
-            process.send_signal(signal.SIGTERM if process.args[0].endswith("celery") else signal.SIGKILL)
-        for process in processes:
+        for process in processes.all():
+            process.send_signal(signal.SIGTERM if process in processes.workers else signal.SIGKILL)
+        for process in processes.all():
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
@@ -129,8 +146,17 @@ def main() -> None:
                 judge.delete()
 
 
-def execute(version: DatasetVersion, judge: JudgeConfig, mode: str, threads: int) -> Result:
-    started, cpu = time.monotonic(), time.process_time()
+def execute(
+    version: DatasetVersion,
+    judge: JudgeConfig,
+    mode: str,
+    threads: int,
+    processes: Processes,
+    server: subprocess.Popen,
+) -> Result:
+    engine_before = time.process_time() if mode == "in-process" else cpu_seconds(processes.workers)
+    server_before = cpu_seconds([server])
+    started = time.monotonic()
     if mode == "in-process":
         run = services.run_create(dataset_version=version, judge_config=judge, metrics=METRICS, enqueue=False)
         run = services.run_execute_in_process(run=run, workers=threads)
@@ -139,31 +165,38 @@ def execute(version: DatasetVersion, judge: JudgeConfig, mode: str, threads: int
         while run.status not in FINISHED_STATUSES:
             time.sleep(0.05)
             run.refresh_from_db()
-    return Result(run=run, wall=time.monotonic() - started, cpu=time.process_time() - cpu)
+    wall = time.monotonic() - started
+    engine_after = time.process_time() if mode == "in-process" else cpu_seconds(processes.workers)
+    return Result(run, wall, engine_after - engine_before, cpu_seconds([server]) - server_before)
 
 
 def report(result: Result) -> None:
     run = result.run
+    lookups = run.judge_calls + run.cache_hits
     print(
         f"   run {run.pk} {run.status}: {run.items_done} items done, {run.items_failed} errors; "
-        f"{run.judge_calls} calls, {run.cache_hits} cache hits; wall {result.wall:.2f} s; "
-        f"{result.cpu:.1f} s CPU in this process"
+        f"{run.judge_calls} calls, {run.cache_hits} cache hits; wall {result.wall:.2f} s"
+    )
+    print(
+        f"   CPU: engine {result.engine_cpu:.1f} s ({result.engine_cpu / max(lookups, 1) * 1000:.1f} ms a judge call, "
+        f"{result.engine_cpu / max(run.items_total, 1) * 1000:.0f} ms an item), fake server {result.server_cpu:.1f} s"
     )
 
 
-def start_fake_llm(latency_ms: int, processes: list[subprocess.Popen], script: str | None) -> str:
+def start_fake_llm(latency_ms: int, processes: Processes, script: str | None) -> subprocess.Popen:
     command = [sys.executable, "-m", "judges.fakellm", "--port", "0", "--latency-ms", str(latency_ms)]
     command += ["--jitter-ms", "0", "--error-rate", "0"] + (["--script", script] if script else [])
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
-    processes.append(process)
+    processes.servers.append(process)
     line = process.stdout.readline()  # type: ignore[union-attr]
     match = re.search(r"http://\S+", line)
     if not match:
         raise SystemExit(f"the fake LLM server did not start: {line!r}")
-    return match.group(0).rstrip("/") + "/v1"
+    process.url = match.group(0).rstrip("/") + "/v1"  # type: ignore[attr-defined]
+    return process
 
 
-def start_workers(count: int, threads: int, processes: list[subprocess.Popen]) -> None:
+def start_workers(count: int, threads: int, processes: Processes) -> None:
     celery = str(Path(sys.executable).with_name("celery"))
     logs = REPO / "var" / "bench"
     logs.mkdir(parents=True, exist_ok=True)
@@ -171,26 +204,27 @@ def start_workers(count: int, threads: int, processes: list[subprocess.Popen]) -
         log = (logs / f"worker-{number}.log").open("w")
         command = [celery, "-A", "evalsite", "worker", "--pool", "threads", "-c", str(threads), "-l", "warning"]
         command += ["-n", f"bench{number}-{os.getpid()}@%h", "--without-gossip", "--without-mingle"]
-        processes.append(subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
-    time.sleep(4)  # start-up: importing Django and connecting to the broker
+        processes.workers.append(subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
+    time.sleep(5)  # start-up: importing Django and connecting to the broker
 
 
 def make_dataset(name: str, items: int, nonce: str) -> DatasetVersion:
     lines = []
     for number in range(1, items + 1):
+        rise = number % 90 + 10
         lines.append(
             {
                 "id": f"q-{number}",
                 "query": f"What did survey {number} ({nonce}) find about the river level in spring?",
                 "response": (
-                    f"Survey {number} found that the river level rose by {number % 90 + 10} cm in spring [c1]. "
+                    f"Survey {number} found that the river level rose by {rise} cm in spring [c1]. "
                     f"The gauge data behind it were collected daily by the water board [c2]."
                 ),
                 "contexts": [
-                    {"id": "c1", "text": f"Survey {number}: the river level rose by {number % 90 + 10} cm in spring."},
+                    {"id": "c1", "text": f"Survey {number}: the river level rose by {rise} cm in spring."},
                     {"id": "c2", "text": "The water board collected gauge data daily at three stations."},
                 ],
-                "reference_answer": f"The river rose by {number % 90 + 10} cm.",
+                "reference_answer": f"The river rose by {rise} cm.",
                 "expected_context_ids": ["c1"],
                 "tags": ["even" if number % 2 == 0 else "odd"],
             }
@@ -199,10 +233,30 @@ def make_dataset(name: str, items: int, nonce: str) -> DatasetVersion:
     return dataset_import(name=name, file=io.BytesIO(content), filename="bench.jsonl", fmt="jsonl").version
 
 
-def make_judge(name: str, url: str, concurrency: int) -> JudgeConfig:
+def make_judge(name: str, server: subprocess.Popen, concurrency: int) -> JudgeConfig:
     return judge_config_create(
-        name=name, provider="openai_compatible", model="bench-judge", base_url=url, max_concurrency=concurrency
+        name=name,
+        provider="openai_compatible",
+        model="bench-judge",
+        base_url=server.url,  # type: ignore[attr-defined]
+        max_concurrency=concurrency,
     )
+
+
+def cpu_seconds(processes: list[subprocess.Popen]) -> float:
+    """User + system CPU seconds of running processes (Linux /proc); 0 where unavailable."""
+    total = 0.0
+    for process in processes:
+        try:
+            fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return total
+
+
+def load_average() -> str:
+    return " ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
 if __name__ == "__main__":

@@ -346,3 +346,36 @@ def test_claim_override_recomputes_faithfulness_overall_and_aggregates(
     assert run.aggregates["metrics"]["faithfulness"]["mean"] == 0.75
     with pytest.raises(ValueError, match="new_verdict"):
         services.claim_override(claim=claim, reviewer=reviewer, new_verdict="MAYBE")
+
+
+def test_the_offline_judge_end_to_end_on_the_demo_dataset(transactional_db) -> None:
+    # the real gateway and offline provider; max_concurrency 0 (no limit) still gets worker threads
+    from pathlib import Path
+
+    from datasets.services import dataset_import
+    from judges.services import judge_default_offline
+
+    demo = Path(__file__).resolve().parents[2] / "datasets" / "demo" / "stip-governance.jsonl"
+    with demo.open("rb") as handle:
+        version = dataset_import(name="demo", file=handle, filename=demo.name).version
+    judge = judge_default_offline()
+    assert judge.max_concurrency == 0
+
+    run = in_process_run(version, judge)
+
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert run.items_done == version.item_count
+    assert run.judge_calls > 0 and run.cache_hits == 0
+    assert MetricResult.objects.filter(item__run=run).count() == version.item_count * len(ALL_METRICS)
+    again = in_process_run(version, judge)
+    assert (again.judge_calls, again.cache_hits) == (0, run.judge_calls)
+
+
+def test_a_run_of_an_empty_selection_completes_at_once(make_dataset, offline_judge, stub_gateway) -> None:
+    run = started_without_workers(make_dataset(1), offline_judge, metrics=["retrieval"])
+    RunItem.objects.filter(run=run).delete()
+    Run.objects.filter(pk=run.pk).update(items_total=0)
+
+    assert services.run_finalize_if_idle(run_id=run.pk) is True
+    assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
+    assert services.run_finalize_if_idle(run_id=run.pk) is False  # exactly once

@@ -124,14 +124,15 @@ class ProgressBar:
         self.tty = stream.isatty()
         self.started = time.monotonic()
         self.logged_at = 0.0
-        self.last = ""
+        self.last = ""  # the latest line
+        self.written = ""  # the latest line written (not on a terminal)
+        self.closed = False
 
     def update(self) -> None:
-        progress = run_progress(self.run_id)
-        if progress is None or not self.enabled:
+        progress = run_progress(self.run_id) if self.enabled and not self.closed else None
+        if progress is None:
             return
-        total = max(progress.items_total, 1)
-        filled = int(self.WIDTH * progress.items_finished / total)
+        filled = int(self.WIDTH * progress.items_finished / max(progress.items_total, 1))
         line = (
             f"run {self.run_id} {progress.status:<10} [{'#' * filled}{'.' * (self.WIDTH - filled)}] "
             f"{progress.items_finished}/{progress.items_total} items, {progress.items_failed} errors, "
@@ -140,17 +141,24 @@ class ProgressBar:
         if self.tty:
             self.stream.write("\r" + line.ljust(len(self.last)))
             self.stream.flush()
-        elif line != self.last and time.monotonic() - self.logged_at >= LOG_PROGRESS_SECONDS:
-            self.stream.write(line + "\n")
-            self.logged_at = time.monotonic()
+        elif time.monotonic() - self.logged_at >= LOG_PROGRESS_SECONDS:
+            self._write(line)
         self.last = line
 
     def close(self) -> None:
-        if self.enabled and self.tty and self.last:
+        if self.closed or not self.enabled or not self.last:
+            return
+        self.closed = True
+        if self.tty:
             self.stream.write("\n")
-        elif self.enabled and not self.tty and self.last:
-            self.stream.write(self.last + "\n")
+        elif self.last != self.written:
+            self._write(self.last)
         self.stream.flush()
+
+    def _write(self, line: str) -> None:
+        self.stream.write(line + "\n")
+        self.written = line
+        self.logged_at = time.monotonic()
 
 
 class Command(BaseCommand):
