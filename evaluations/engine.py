@@ -10,7 +10,7 @@ The same function serves the Celery item task and the in-process executor (`eval
    Judge calls renew the lease while the item runs long (rate limits, retries).
 3. Write: in one transaction, an UPDATE running → done/error guarded by the token (a
    duplicate or stale execution updates 0 rows and writes nothing), the MetricResults and
-   Claims in bulk, and the run's counters bumped with F-expressions.
+   Claims in bulk, and the run's counters bumped in place (`calls = calls + n`).
 
 A cancel (the gateway raises JudgeCancelled) puts the item back to pending, unscored, so a
 resume continues it. A judge failure is an item error with its message, never a score.
@@ -48,6 +48,8 @@ STOP_CHECK_SECONDS = 0.5
 # How long a process reuses a run's metrics, settings and judge config before reloading them.
 RUN_CONTEXT_SECONDS = 5.0
 _MAX_ERROR_LENGTH = 2000
+# Per-process caches keyed by run id are pruned of stale entries past this size (long-lived workers).
+_CACHE_PRUNE_SIZE = 1000
 
 
 class ItemOutcome(enum.StrEnum):
@@ -83,6 +85,8 @@ def run_should_stop(run_id: int) -> bool:
             return checked[1]
         status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
         stop = status != RunStatus.RUNNING
+        if len(_stop_cache) > _CACHE_PRUNE_SIZE:
+            _stop_cache.clear()
         _stop_cache[run_id] = (now, stop)
         return stop
 
@@ -198,6 +202,8 @@ def run_context(run_id: int) -> RunContext:
         if context is None or time.monotonic() - context.loaded_at > RUN_CONTEXT_SECONDS:
             run = Run.objects.select_related("judge_config").only("metrics", "settings", "judge_config").get(pk=run_id)
             context = RunContext(run.metrics, run.settings, run.judge_config, time.monotonic())
+            if len(_run_contexts) > _CACHE_PRUNE_SIZE:
+                _run_contexts.clear()
             _run_contexts[run_id] = context
         return context
 
