@@ -379,3 +379,17 @@ def test_a_run_of_an_empty_selection_completes_at_once(make_dataset, offline_jud
     assert services.run_finalize_if_idle(run_id=run.pk) is True
     assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
     assert services.run_finalize_if_idle(run_id=run.pk) is False  # exactly once
+
+
+def test_an_item_costs_a_fixed_number_of_queries_besides_the_judge(
+    make_dataset, offline_judge, stub_gateway, django_assert_num_queries
+):
+    # claim, run context, example; BEGIN, final item update, results, claims, run counters, COMMIT
+    from evaluations import engine
+
+    run = started_without_workers(make_dataset(2), offline_judge)
+    item = RunItem.objects.filter(run=run).first()
+    engine._run_contexts.clear()
+
+    with django_assert_num_queries(9):
+        assert item_execute(item.pk).outcome == ItemOutcome.DONE
