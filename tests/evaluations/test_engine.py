@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from evaluations import services
@@ -32,6 +34,18 @@ def started_without_workers(version, judge, metrics=ALL_METRICS) -> Run:
     services.run_start(run_id=run.pk)
     run.refresh_from_db()
     return run
+
+
+def in_thread(function: Callable[[], object]) -> Callable[[], None]:
+    """A thread target that closes the thread's database connections when done."""
+
+    def target() -> None:
+        try:
+            function()
+        finally:
+            connections.close_all()
+
+    return target
 
 
 def test_a_run_stores_one_result_per_metric_and_its_claims(make_dataset, offline_judge, stub_gateway) -> None:
@@ -89,6 +103,7 @@ def test_two_concurrent_deliveries_claim_once(make_dataset, offline_judge, stub_
 
     def deliver() -> None:
         outcomes.append(item_execute(item.pk).outcome)
+        connections.close_all()
 
     threads = [threading.Thread(target=deliver) for _ in range(4)]
     for thread in threads:
@@ -107,7 +122,7 @@ def test_a_stale_execution_whose_lease_was_reclaimed_writes_nothing(make_dataset
     item = RunItem.objects.get(run=run)
     stub_gateway.latency = 0.2
     stale: list[ItemOutcome] = []
-    thread = threading.Thread(target=lambda: stale.append(item_execute(item.pk).outcome))
+    thread = threading.Thread(target=in_thread(lambda: stale.append(item_execute(item.pk).outcome)))
     thread.start()
     stub_gateway.started.wait(5)
 
@@ -170,7 +185,7 @@ def test_cancel_stops_promptly_and_resume_finishes_the_rest(make_dataset, offlin
     run = services.run_create(
         dataset_version=make_dataset(12), judge_config=offline_judge, metrics=ALL_METRICS, enqueue=False
     )
-    executor = threading.Thread(target=services.run_execute_in_process, kwargs={"run": run, "workers": 2})
+    executor = threading.Thread(target=in_thread(lambda: services.run_execute_in_process(run=run, workers=2)))
     executor.start()
     wait_until(lambda: Run.objects.get(pk=run.pk).items_done >= 1, message="a first item")
 
