@@ -34,7 +34,9 @@ from tests.evaluations.helpers import StubGateway, example
 REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 CELERY = str(Path(sys.executable).with_name("celery"))
-TEST_LEASE_SECONDS = 4
+# Long enough that a CPU-starved 2-core CI box still renews leases in time; short enough that
+# the kill -9 test waits only seconds for the takeover.
+TEST_LEASE_SECONDS = 8
 
 
 @pytest.fixture
