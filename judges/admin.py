@@ -37,6 +37,7 @@ class JudgeConfigAdmin(admin.ModelAdmin):
         "name",
         "provider",
         "model",
+        "is_heuristic",
         "base_url",
         "api_key_env",
         "max_concurrency",
@@ -45,6 +46,10 @@ class JudgeConfigAdmin(admin.ModelAdmin):
     )
     list_filter = ("provider",)
     search_fields = ("name", "model")
+
+    @admin.display(boolean=True, description="heuristic (no LLM)")
+    def is_heuristic(self, config: JudgeConfig) -> bool:
+        return config.is_heuristic
 
 
 @admin.register(JudgeCall)

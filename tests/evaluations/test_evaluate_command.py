@@ -46,6 +46,7 @@ def test_in_process_run_passing_its_bars_exits_0(dataset, offline_judge, stub_ga
     assert run.status == RunStatus.COMPLETED
     assert run.dataset_version == dataset and run.items_done == 4
     assert "faithfulness" in out and "citation_audit" in out and "overall" in out
+    assert "with judge offline-test (offline heuristic, not an LLM)" in out
     assert "PASS faithfulness 1.000 (bar 0.8)" in out
     assert "4/4 items" in err  # the progress bar
     document = json.loads(report.read_text())

@@ -205,7 +205,8 @@ class Command(BaseCommand):
             name=options["name"] or f"evaluate {version}",
             enqueue=not options["in_process"],
         )
-        self.stdout.write(f"run {run.pk}: {version} with judge {judge.name}, metrics {', '.join(metrics)}")
+        label = " (offline heuristic, not an LLM)" if judge.is_heuristic else ""
+        self.stdout.write(f"run {run.pk}: {version} with judge {judge.name}{label}, metrics {', '.join(metrics)}")
         bar = ProgressBar(self.stderr._out, run.pk, enabled=not options["no_progress"])
         try:
             if options["in_process"]:
