@@ -351,11 +351,28 @@ def _complete(
             error="",
         )
         if written:  # else a duplicate or stale execution: it writes nothing
-            MetricResult.objects.bulk_create(results)
-            if claims:
-                Claim.objects.bulk_create(claims)
+            _insert_rows(results)
+            _insert_rows(claims)
         _bump_run(claimed.run_id, judge.usage, done=int(written))
     return ItemOutcome.DONE if written else ItemOutcome.LOST
+
+
+def _insert_rows(rows: list[MetricResult] | list[Claim]) -> None:
+    """bulk_create without the ORM's compilation: one multi-row INSERT, each value prepared by its field
+    (field.pre_save + get_db_prep_save, as bulk_create does: auto_now_add included); the rows' ids are not
+    read back (nothing uses them)."""
+    if not rows:
+        return
+    model = type(rows[0])
+    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
+    placeholder = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = (
+        f"INSERT INTO {model._meta.db_table} ({', '.join(connection.ops.quote_name(f.column) for f in fields)}) "
+        f"VALUES {', '.join([placeholder] * len(rows))}"
+    )
+    params = [field.get_db_prep_save(field.pre_save(row, True), connection) for row in rows for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 def _fail(claimed: ClaimedItem, judge: ItemJudge, message: str, started: float) -> ItemOutcome:
