@@ -22,7 +22,9 @@ def _secret_key() -> str:
     if key:
         return key
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY is not set and DEBUG is off: set SECRET_KEY (or DEBUG=1 for development)")
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set and DEBUG is off: set SECRET_KEY (or DEBUG=1 for development)"
+        )
     key_file = VAR_DIR / "secret_key"
     if not key_file.exists():
         key_file.write_text(secrets.token_urlsafe(50))

@@ -17,7 +17,9 @@ class JudgeConfig(models.Model):
     provider = models.CharField(max_length=32, choices=Provider.choices)
     model = models.CharField(max_length=200)
     base_url = models.URLField(blank=True)
-    api_key_env = models.CharField(max_length=100, blank=True, help_text="Name of the environment variable holding the API key")
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Name of the environment variable holding the API key"
+    )
     temperature = models.FloatField(default=0.0)
     max_tokens = models.PositiveIntegerField(default=1024)
     timeout_seconds = models.FloatField(default=60.0)
