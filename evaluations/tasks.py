@@ -19,7 +19,7 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready, worker_shutting_down
 from django.conf import settings
-from django.db import OperationalError, connections
+from django.db import OperationalError, close_old_connections, connections
 
 from evaluations import services
 
@@ -46,6 +46,23 @@ def item_process_task(item_id: int) -> str:
 @shared_task(name="evaluations.runs_reap", ignore_result=True)
 def runs_reap_task() -> None:
     services.runs_reap()
+
+
+@worker_ready.connect
+def reuse_database_connections(sender: Any = None, **_: Any) -> None:
+    """Let worker threads keep their database connection between tasks, as settings' CONN_MAX_AGE says.
+
+    Celery's Django fix-up closes every connection before and after each task (unless
+    CELERY_DB_REUSE_MAX): with the threads pool that is one new PostgreSQL connection, a backend
+    fork plus catalog warm-up, per item, a large part of the database's and the worker's CPU.
+    Django's own request-boundary rule replaces it: close connections that are broken or older
+    than CONN_MAX_AGE (SQLite's 0 still closes them after every task).
+    """
+    app = getattr(sender, "app", None)
+    for fixup in getattr(app, "_fixups", None) or ():
+        worker_fixup = getattr(fixup, "_worker_fixup", None)
+        if worker_fixup is not None and not getattr(worker_fixup, "db_reuse_max", None):
+            worker_fixup.close_database = lambda **_: close_old_connections()
 
 
 _reaper_stop = threading.Event()

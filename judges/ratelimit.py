@@ -49,8 +49,12 @@ logger = logging.getLogger(__name__)
 WINDOW_SECONDS = 60.0  # settings.JUDGE_RATE_WINDOW_SECONDS overrides it (tests shrink the minute)
 DEFAULT_WAIT_SECONDS = 600.0  # settings.JUDGE_RATE_LIMIT_WAIT_SECONDS: longest wait for a slot
 STOP_CHECK_SECONDS = 1.0  # should_stop() may query the database: ask it at most once a second while waiting
-POLL_MIN_SECONDS = 0.01  # Redis has no release notification: waiting for a free slot polls, backing off to
-POLL_MAX_SECONDS = 0.1  # 10 polls/s per waiting thread, a few thousand cheap Redis calls/s at worst
+POLL_MIN_SECONDS = 0.01  # the in-process backend's first wait, backing off to
+POLL_MAX_SECONDS = 0.1  # at most this between checks
+# Redis: every release pushes a wake-up token onto the config's list (capped at its max concurrency); a
+# thread waiting for a concurrency slot BLPOPs it, so a freed slot is retried at once instead of after a
+# sleep. The timeout is only the safety net for a slot freed without a release (an expired lease).
+WAKE_WAIT_SECONDS = 0.5
 
 
 class LimiterUnavailable(JudgeError):
@@ -249,10 +253,13 @@ return wait
 """
 
 _RELEASE_LUA = """
--- KEYS: as for acquire; ARGV: 1 lease id, 2 reserved tokens, 3 actual tokens (-1: unknown), 4 track (1/0),
--- 5 keep ms
+-- KEYS: as for acquire, plus 5 wake-up list; ARGV: 1 lease id, 2 reserved tokens, 3 actual tokens (-1: unknown),
+-- 4 track (1/0), 5 keep ms, 6 wake-up list length cap
 local member = ARGV[1] .. ':' .. ARGV[2]
 if redis.call('ZREM', KEYS[1], member) == 0 then return 0 end  -- expired meanwhile: already logged as done
+redis.call('RPUSH', KEYS[5], 1)
+redis.call('LTRIM', KEYS[5], -tonumber(ARGV[6]), -1)
+redis.call('PEXPIRE', KEYS[5], ARGV[5])
 local reserved, actual = tonumber(ARGV[2]), tonumber(ARGV[3])
 if actual < 0 then actual = reserved end
 redis.call('DECRBY', KEYS[3], reserved)
@@ -269,7 +276,8 @@ return 1
 
 def _keys(scope: str) -> list[str]:
     # The {scope} hash tag keeps one config's keys in one slot on Redis Cluster.
-    return [f"evalsite:judge:{{{scope}}}:{name}" for name in ("leases", "done", "held_tokens", "done_tokens")]
+    names = ("leases", "done", "held_tokens", "done_tokens", "wake")
+    return [f"evalsite:judge:{{{scope}}}:{name}" for name in names]
 
 
 class RedisBackend:
@@ -296,8 +304,16 @@ class RedisBackend:
             raise LimiterUnavailable(f"rate limiter: Redis unreachable ({type(exc).__name__}: {exc})") from None
         if wait_ms < 0:
             return True
-        pause = wait_ms / 1000 + random.uniform(0, 0.01) if wait_ms > 0 else poll * random.uniform(0.5, 1.0)
-        time.sleep(min(pause, max_pause))
+        if wait_ms > 0:  # requests/tokens per minute: the time is known
+            time.sleep(min(wait_ms / 1000 + random.uniform(0, 0.01), max_pause))
+            return False
+        # All concurrency slots taken: wait for a release's wake-up token.
+        timeout = min(WAKE_WAIT_SECONDS, max_pause)
+        if timeout >= 0.001:  # BLPOP's 0 would mean forever
+            try:
+                self.client.blpop([_keys(lease.scope)[4]], timeout=timeout)
+            except redis.RedisError as exc:
+                raise LimiterUnavailable(f"rate limiter: Redis unreachable ({type(exc).__name__}: {exc})") from None
         return False
 
     def release(self, lease: Lease, actual_tokens: int | None) -> None:
@@ -308,6 +324,7 @@ class RedisBackend:
             -1 if actual_tokens is None else actual_tokens,
             1 if track else 0,
             int((lease.window + lease.seconds) * 1000),
+            max(lease.limits.max_concurrency, 1),
         ]
         try:
             self._release(keys=_keys(lease.scope), args=args)
