@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--mode", choices=["in-process", "worker"], default="in-process")
     parser.add_argument("--worker-processes", type=int, default=2)
     parser.add_argument("--skip-zero", action="store_true", help="skip the 0 ms latency run")
+    parser.add_argument("--only-first", action="store_true", help="run step 1 only (quick iterations)")
     parser.add_argument("--script", default=None, help="a --script file for the fake server (default: its own replies)")
     parser.add_argument("--keep", action="store_true", help="keep the datasets, runs and judges")
     args = parser.parse_args()
@@ -114,6 +115,8 @@ def main() -> None:
         report(first)
         print(f"   ideal {ideal:.1f} s (calls × latency / concurrency); efficiency {ideal / first.wall:.2f}")
 
+        if args.only_first:
+            return
         if not args.skip_zero:
             fast_server = start_fake_llm(0, processes, args.script)
             fast = make_dataset(f"bench-{tag}-b", args.items, tag + "b")
