@@ -32,6 +32,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from datasets.models import Example
+from evalsite.db import insert_rows
 from evaluations.aggregates import combine_samples, mean_overall
 from evaluations.metrics import REGISTRY, evaluate_item
 from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome
@@ -351,28 +352,10 @@ def _complete(
             error="",
         )
         if written:  # else a duplicate or stale execution: it writes nothing
-            _insert_rows(results)
-            _insert_rows(claims)
+            insert_rows(results)
+            insert_rows(claims)
         _bump_run(claimed.run_id, judge.usage, done=int(written))
     return ItemOutcome.DONE if written else ItemOutcome.LOST
-
-
-def _insert_rows(rows: list[MetricResult] | list[Claim]) -> None:
-    """bulk_create without the ORM's compilation: one multi-row INSERT, each value prepared by its field
-    (field.pre_save + get_db_prep_save, as bulk_create does: auto_now_add included); the rows' ids are not
-    read back (nothing uses them)."""
-    if not rows:
-        return
-    model = type(rows[0])
-    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
-    placeholder = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    sql = (
-        f"INSERT INTO {model._meta.db_table} ({', '.join(connection.ops.quote_name(f.column) for f in fields)}) "
-        f"VALUES {', '.join([placeholder] * len(rows))}"
-    )
-    params = [field.get_db_prep_save(field.pre_save(row, True), connection) for row in rows for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
 
 
 def _fail(claimed: ClaimedItem, judge: ItemJudge, message: str, started: float) -> ItemOutcome:

@@ -8,9 +8,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
-from django.utils import timezone
+from django.db import transaction
 
+from evalsite.db import insert_rows
 from judges.models import JudgeCall, JudgeConfig, Provider
 
 OFFLINE_JUDGE_NAME = "offline"
@@ -121,9 +121,7 @@ def judge_call_record(
 ) -> JudgeCall:
     """Log one judge call (success or final failure). A successful row is also the cache entry for its key.
 
-    One plain-SQL INSERT ... RETURNING id (it runs for every judge call; the ORM's create() spent more
-    CPU compiling it than the database spent running it). Every column is written as create() wrote
-    it, each value prepared by its own model field.
+    It runs for every judge call, so it is one plain-SQL INSERT ... RETURNING id (evalsite.db.insert_rows).
     """
     call = JudgeCall(
         config=config,
@@ -139,22 +137,9 @@ def judge_call_record(
         latency_ms=latency_ms,
         attempts=attempts,
         error=error,
-        created_at=timezone.now(),
     )
-    params = [field.get_db_prep_save(getattr(call, field.attname), connection) for field in _CALL_FIELDS]
-    with connection.cursor() as cursor:
-        cursor.execute(_CALL_INSERT_SQL, params)
-        call.pk = cursor.fetchone()[0]
-    call._state.adding = False
-    call._state.db = connection.alias
+    insert_rows([call], return_ids=True)
     return call
-
-
-_CALL_FIELDS = [field for field in JudgeCall._meta.concrete_fields if not field.primary_key]
-_CALL_INSERT_SQL = (
-    f"INSERT INTO {JudgeCall._meta.db_table} ({', '.join(field.column for field in _CALL_FIELDS)}) "
-    f"VALUES ({', '.join(['%s'] * len(_CALL_FIELDS))}) RETURNING id"
-)
 
 
 def judge_config_validate(config: JudgeConfig) -> None:
