@@ -2,7 +2,7 @@
 
     DEBUG=1 DATABASE_URL=postgres://... REDIS_URL=redis://... .venv/bin/python bench/throughput.py
         [--items 1000] [--latency-ms 200] [--concurrency 32] [--threads N]
-        [--mode in-process|worker] [--worker-processes 2] [--skip-zero] [--script FILE] [--keep]
+        [--mode in-process|worker] [--worker-processes 2] [--steps 1,2,3] [--script FILE] [--keep]
 
 Three runs of faithfulness + relevancy + rubric + correctness (5 judge calls an item):
 
@@ -82,11 +82,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="engine threads per process (default: --concurrency)")
     parser.add_argument("--mode", choices=["in-process", "worker"], default="in-process")
     parser.add_argument("--worker-processes", type=int, default=2)
-    parser.add_argument("--skip-zero", action="store_true", help="skip the 0 ms latency run")
-    parser.add_argument("--only-first", action="store_true", help="run step 1 only (quick iterations)")
+    parser.add_argument("--steps", default="1,2,3", help="which of the three runs (e.g. 2 or 1,3; 3 needs 1)")
     parser.add_argument("--script", default=None, help="a --script file for the fake server (default: its own replies)")
     parser.add_argument("--keep", action="store_true", help="keep the datasets, runs and judges")
     args = parser.parse_args()
+    steps = {step.strip() for step in args.steps.split(",")}
+    if not steps <= {"1", "2", "3"} or ("3" in steps and "1" not in steps):
+        parser.error("--steps: give some of 1, 2, 3 (3 re-runs 1, so it needs 1)")
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per request otherwise
     threads = args.threads or args.concurrency
     tag = uuid.uuid4().hex[:8]
@@ -105,19 +107,18 @@ def main() -> None:
         if args.mode == "worker":
             start_workers(args.worker_processes, threads, processes)
 
-        slow = make_dataset(f"bench-{tag}-a", args.items, tag + "a")
-        slow_judge = make_judge(f"bench-{tag}-a", slow_server, args.concurrency)
-        created.append((slow_judge, slow))
-        first = execute(slow, slow_judge, args.mode, threads, processes, slow_server)
-        ideal = first.run.judge_calls * args.latency_ms / 1000 / args.concurrency
-        print()
-        print(f"1. {args.items} items at {args.latency_ms} ms latency, max concurrency {args.concurrency}")
-        report(first)
-        print(f"   ideal {ideal:.1f} s (calls × latency / concurrency); efficiency {ideal / first.wall:.2f}")
+        if "1" in steps:
+            slow = make_dataset(f"bench-{tag}-a", args.items, tag + "a")
+            slow_judge = make_judge(f"bench-{tag}-a", slow_server, args.concurrency)
+            created.append((slow_judge, slow))
+            first = execute(slow, slow_judge, args.mode, threads, processes, slow_server)
+            ideal = first.run.judge_calls * args.latency_ms / 1000 / args.concurrency
+            print()
+            print(f"1. {args.items} items at {args.latency_ms} ms latency, max concurrency {args.concurrency}")
+            report(first)
+            print(f"   ideal {ideal:.1f} s (calls × latency / concurrency); efficiency {ideal / first.wall:.2f}")
 
-        if args.only_first:
-            return
-        if not args.skip_zero:
+        if "2" in steps:
             fast_server = start_fake_llm(0, processes, args.script)
             fast = make_dataset(f"bench-{tag}-b", args.items, tag + "b")
             fast_judge = make_judge(f"bench-{tag}-b", fast_server, args.concurrency)
@@ -128,11 +129,12 @@ def main() -> None:
             report(zero)
             print(f"   {args.items / zero.wall:.0f} items/s, {zero.run.judge_calls / zero.wall:.0f} calls/s")
 
-        again = execute(slow, slow_judge, args.mode, threads, processes, slow_server)
-        print()
-        print("3. run 1 again, identical (answers from the cache)")
-        report(again)
-        print(f"   {again.run.judge_calls} new calls; {first.wall / again.wall:.1f}× faster than run 1")
+        if "3" in steps:
+            again = execute(slow, slow_judge, args.mode, threads, processes, slow_server)
+            print()
+            print("3. run 1 again, identical (answers from the cache)")
+            report(again)
+            print(f"   {again.run.judge_calls} new calls; {first.wall / again.wall:.1f}× faster than run 1")
         print(f"\nload average at the end {load_average()}")
     finally:
         for process in processes.all():

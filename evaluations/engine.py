@@ -179,8 +179,8 @@ class ItemJudge:
 class ClaimedItem:
     item_id: int
     run_id: int
-    example_id: int
     attempt: int  # this execution's token: the final write only succeeds while it still matches
+    example: Example  # the item's example, loaded by the claim itself
 
 
 @dataclass(frozen=True)
@@ -230,8 +230,7 @@ def item_execute(item_id: int) -> ItemExecution:
 def _evaluate_and_store(claimed: ClaimedItem, context: RunContext, judge: ItemJudge) -> ItemOutcome:
     started = time.monotonic()
     try:
-        example = Example.objects.get(pk=claimed.example_id)
-        outcomes, overall = evaluate_run_item(example, context.metrics, context.settings, judge)
+        outcomes, overall = evaluate_run_item(claimed.example, context.metrics, context.settings, judge)
     except LeaseLost:
         logger.warning("item %s: lease lost, leaving it to its new owner", claimed.item_id)
         _bump_run(claimed.run_id, judge.usage)
@@ -284,17 +283,28 @@ def item_input_from_example(example: Example) -> ItemInput:
 _ITEMS = RunItem._meta.db_table
 _RUNS = Run._meta.db_table
 
+_EXAMPLES = Example._meta.db_table
+# What item_input_from_example reads of an example: the claim returns these columns.
+_EXAMPLE_FIELDS = [
+    Example._meta.get_field(name)
+    for name in ("query", "response", "contexts", "reference_answer", "expected_context_ids", "retrieved_ids")
+]
+_EXAMPLE_COLUMNS = ", ".join(
+    f"(SELECT {field.column} FROM {_EXAMPLES} WHERE {_EXAMPLES}.id = {_ITEMS}.example_id)" for field in _EXAMPLE_FIELDS
+)
 _CLAIM_SQL = f"""
     UPDATE {_ITEMS} SET status = %s, attempts = attempts + 1, lease_expires_at = %s, started_at = %s, error = ''
     WHERE id = %s AND status = %s
       AND EXISTS (SELECT 1 FROM {_RUNS} WHERE {_RUNS}.id = {_ITEMS}.run_id AND {_RUNS}.status = %s)
-    RETURNING run_id, example_id, attempts
+    RETURNING run_id, attempts, {_EXAMPLE_COLUMNS}
 """
 
 
 def _claim(item_id: int, lease_seconds: float) -> ClaimedItem | None:
     """pending → running with a lease, only while the run is running; None if this execution did not get it.
 
+    The same statement returns the example's fields the metrics read (scalar subqueries: SQLite's
+    RETURNING cannot name an UPDATE ... FROM table), saving a query and an ORM fetch per item.
     The status condition is on the updated row itself, so PostgreSQL re-checks it after waiting
     for a concurrent claim's row lock: of two deliveries exactly one wins.
     """
@@ -311,7 +321,19 @@ def _claim(item_id: int, lease_seconds: float) -> ClaimedItem | None:
     with connection.cursor() as cursor:
         cursor.execute(_CLAIM_SQL, params)
         row = cursor.fetchone()
-    return ClaimedItem(item_id, *row) if row else None
+    if row is None:
+        return None
+    run_id, attempt, *values = row
+    example = Example(
+        **{field.attname: _from_db(field, value) for field, value in zip(_EXAMPLE_FIELDS, values, strict=True)}
+    )
+    return ClaimedItem(item_id, run_id, attempt, example)
+
+
+def _from_db(field: Any, value: Any) -> Any:
+    """A raw column value as the model field holds it (JSON columns arrive as text on SQLite)."""
+    convert = getattr(field, "from_db_value", None)
+    return convert(value, None, connection) if convert is not None else value
 
 
 def _finish_item(claimed: ClaimedItem, **values: Any) -> bool:

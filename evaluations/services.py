@@ -82,6 +82,8 @@ HEARTBEAT_STALE_SECONDS = 60
 PROGRESS_SECONDS = 0.5
 # Items the reaper looks at per pass (the rest wait for the next pass).
 REAP_BATCH_SIZE = 1000
+# What an execution that got somewhere ends in (it claimed the item and let it go again).
+HANDLED_OUTCOMES = (ItemOutcome.DONE, ItemOutcome.ERROR, ItemOutcome.RELEASED)
 
 
 # --- Creating and starting -----------------------------------------------------------------
@@ -183,7 +185,7 @@ def run_feed(*, run_id: int, count: int) -> list[int]:
 def item_process(*, item_id: int) -> ItemOutcome:
     """The item task: execute the item, then feed the run's next item or finish the run."""
     execution = item_execute(item_id)
-    if execution.outcome in (ItemOutcome.DONE, ItemOutcome.ERROR, ItemOutcome.RELEASED):
+    if execution.outcome in HANDLED_OUTCOMES:
         assert execution.run_id is not None
         if not run_feed(run_id=execution.run_id, count=1):
             run_finalize_if_idle(run_id=execution.run_id)
@@ -443,11 +445,16 @@ class _Heartbeat:
         self.tick()
 
 
+class ExecutorError(RuntimeError):
+    """The in-process executor could not execute any item (not a judge failure: those are item errors)."""
+
+
 def _run_pool(item_ids: list[int], workers: int, heartbeat: _Heartbeat) -> Counter[ItemOutcome]:
     todo: queue.SimpleQueue[int] = queue.SimpleQueue()
     for item_id in item_ids:
         todo.put(item_id)
     outcomes: Counter[ItemOutcome] = Counter()
+    errors: list[Exception] = []
     lock = threading.Lock()
 
     def work() -> None:
@@ -459,9 +466,10 @@ def _run_pool(item_ids: list[int], workers: int, heartbeat: _Heartbeat) -> Count
                     return
                 try:
                     outcome = item_execute(item_id).outcome
-                except Exception:
+                except Exception as exc:
                     logger.exception("item %s: executor error (the reaper will retry it)", item_id)
                     outcome = ItemOutcome.LOST
+                    errors.append(exc)
                 with lock:
                     outcomes[outcome] += 1
         finally:
@@ -483,6 +491,9 @@ def _run_pool(item_ids: list[int], workers: int, heartbeat: _Heartbeat) -> Count
         for thread in threads:
             thread.join()
         raise
+    if errors and not any(outcomes[outcome] for outcome in HANDLED_OUTCOMES):
+        # Every item broke the executor itself (the database gone, say): stop instead of retrying forever.
+        raise ExecutorError(f"no item could be executed; the first error: {errors[0]}") from errors[0]
     return outcomes
 
 

@@ -399,12 +399,30 @@ def test_a_run_of_an_empty_selection_completes_at_once(make_dataset, offline_jud
 def test_an_item_costs_a_fixed_number_of_queries_besides_the_judge(
     make_dataset, offline_judge, stub_gateway, django_assert_num_queries
 ):
-    # claim, run context, example; BEGIN, final item update, results, claims, run counters, COMMIT
+    # claim (with the example), run context; BEGIN, final item update, results, claims, run counters, COMMIT
     from evaluations import engine
 
     run = started_without_workers(make_dataset(2), offline_judge)
     item = RunItem.objects.filter(run=run).first()
     engine._run_contexts.clear()
 
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(8):
         assert item_execute(item.pk).outcome == ItemOutcome.DONE
+
+
+def test_the_in_process_executor_stops_when_no_item_can_be_executed(make_dataset, offline_judge, monkeypatch) -> None:
+    # A broken database, say: every claim raises. The executor must give up, not retry forever.
+    from django.db import OperationalError
+
+    from evaluations import engine
+
+    def broken_claim(item_id: int, lease_seconds: float) -> None:
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(engine, "_claim", broken_claim)
+    run = services.run_create(
+        dataset_version=make_dataset(3), judge_config=offline_judge, metrics=["retrieval"], enqueue=False
+    )
+    with pytest.raises(services.ExecutorError, match="server closed the connection"):
+        services.run_execute_in_process(run=run, workers=2)
+    assert set(RunItem.objects.filter(run=run).values_list("status", flat=True)) == {ItemStatus.PENDING}

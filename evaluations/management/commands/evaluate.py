@@ -222,6 +222,9 @@ class Command(BaseCommand):
             bar.close()
             status = Run.objects.get(pk=run.pk).status
             raise CommandError(f"interrupted; run {run.pk} is {status}", returncode=EXIT_ERROR) from None
+        except services.ExecutorError as exc:
+            bar.close()
+            raise CommandError(f"run {run.pk}: {exc}", returncode=EXIT_ERROR) from None
         finally:
             bar.close()
         self._finish(run, bars, options)
