@@ -67,8 +67,11 @@ class ItemExecution:
     run_id: int | None = None
 
 
-class LeaseLost(Exception):
-    """The item's lease expired and the reaper (or another execution) took it over."""
+class LeaseLost(JudgeCancelled):
+    """The item's lease expired and the reaper (or another execution) took it over: stop its judge calls.
+
+    A JudgeCancelled, so it leaves the gateway and the rate limiter as a cancel does.
+    """
 
 
 # --- Is the run being cancelled? -----------------------------------------------------------
@@ -158,6 +161,9 @@ class ItemJudge:
         return judge
 
     def should_stop(self) -> bool:
+        """Asked by the gateway before each attempt and while it waits (rate limits, backoff): the lease is
+        renewed here too, so an item waiting minutes for a slot is not taken for dead."""
+        self._renew_lease_if_due()
         return run_should_stop(self.run_id)
 
     def _renew_lease_if_due(self) -> None:

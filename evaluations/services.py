@@ -6,10 +6,11 @@ How a run moves through the workers:
 
 - `run_create` stores the run (queued) and, after commit, enqueues `run_start`.
 - `run_start` (task) marks it running, creates its RunItems and hands the broker its first
-  window of item tasks: the judge's max concurrency × FEED_WINDOW_FACTOR. Each finished item
-  feeds the next one (`item_process`), so a run never floods the queue: several runs share the
-  workers instead of one waiting behind another's thousands of items, and a cancel leaves
-  almost nothing queued.
+  window of item tasks: the judge's max concurrency × FEED_WINDOW_FACTOR tasks of
+  ITEMS_PER_TASK items. A task executes its items one after another, then feeds the run as
+  many new items as it finished (`item_process`), so a run never floods the queue: several runs
+  share the workers instead of one waiting behind another's thousands of items, and a cancel
+  leaves little queued.
 - The last item finalises the run (`run_finalize_if_idle`: aggregates, status, finish time),
   exactly once thanks to a conditional UPDATE on the status.
 - `runs_reap` (a thread in every worker, see tasks.py; or `manage.py reap_runs`) puts items
@@ -70,9 +71,14 @@ ITEM_BATCH_SIZE = 1000
 # Item tasks a run keeps queued or executing at once, as a multiple of its judge's max
 # concurrency. 2 keeps the judge saturated (an item spends part of its time outside judge calls,
 # writing results) while the queue stays short. Each feed costs one small transaction
-# (~1 ms) plus one message.
+# (~1 ms) plus one message per task.
 FEED_WINDOW_FACTOR = 2
 FEED_WINDOW_MIN = 4
+# Items a task carries. A Celery message costs the worker ~2 ms of CPU to publish and ~2 ms to
+# receive and acknowledge (bench/throughput.py, Redis broker): as much as a cached item's own work.
+# Several items a message divide that; more would leave threads idle at a run's end, when the
+# last tasks still hold several items each.
+ITEMS_PER_TASK = 4
 # Threads (in-process) and window size for a judge without a concurrency limit (max_concurrency 0,
 # e.g. the offline judge, whose work is CPU-bound anyway).
 UNLIMITED_JUDGE_CONCURRENCY = 8
@@ -168,7 +174,8 @@ def judge_concurrency(config: JudgeConfig) -> int:
 
 
 def feed_window(config: JudgeConfig) -> int:
-    return max(FEED_WINDOW_MIN, judge_concurrency(config) * FEED_WINDOW_FACTOR)
+    """Items a run keeps queued or executing: enough tasks to keep every judge slot busy."""
+    return max(FEED_WINDOW_MIN, judge_concurrency(config) * FEED_WINDOW_FACTOR) * ITEMS_PER_TASK
 
 
 def run_feed(*, run_id: int, count: int) -> list[int]:
@@ -182,14 +189,20 @@ def run_feed(*, run_id: int, count: int) -> list[int]:
     return item_ids
 
 
-def item_process(*, item_id: int) -> ItemOutcome:
-    """The item task: execute the item, then feed the run's next item or finish the run."""
-    execution = item_execute(item_id)
-    if execution.outcome in HANDLED_OUTCOMES:
-        assert execution.run_id is not None
-        if not run_feed(run_id=execution.run_id, count=1):
-            run_finalize_if_idle(run_id=execution.run_id)
-    return execution.outcome
+def item_process(*, item_ids: list[int]) -> list[ItemOutcome]:
+    """The item task: execute its items one after another, then feed their run as many new ones or finish it."""
+    outcomes = []
+    handled: Counter[int] = Counter()  # run id -> items this task claimed and let go
+    for item_id in item_ids:
+        execution = item_execute(item_id)
+        outcomes.append(execution.outcome)
+        if execution.outcome in HANDLED_OUTCOMES:
+            assert execution.run_id is not None
+            handled[execution.run_id] += 1
+    for run_id, count in handled.items():
+        if not run_feed(run_id=run_id, count=count):
+            run_finalize_if_idle(run_id=run_id)
+    return outcomes
 
 
 # --- Finishing -------------------------------------------------------------------------------
@@ -574,5 +587,5 @@ def _enqueue_items(item_ids: list[int]) -> None:
     from evaluations.tasks import item_process_task
 
     with item_process_task.app.producer_or_acquire() as producer:
-        for item_id in item_ids:
-            item_process_task.apply_async((item_id,), producer=producer)
+        for start in range(0, len(item_ids), ITEMS_PER_TASK):
+            item_process_task.apply_async((item_ids[start : start + ITEMS_PER_TASK],), producer=producer)

@@ -38,9 +38,10 @@ def run_start_task(run_id: int) -> None:
 
 
 @shared_task(name="evaluations.item_process", ignore_result=True)
-def item_process_task(item_id: int) -> str:
+def item_process_task(item_ids: list[int] | int) -> list[str]:
     # No retry: a failure leaves the item running until its lease expires, then the reaper retries it.
-    return services.item_process(item_id=item_id)
+    # A bare id is a message queued by an earlier release (one item a task).
+    return services.item_process(item_ids=[item_ids] if isinstance(item_ids, int) else item_ids)
 
 
 @shared_task(name="evaluations.runs_reap", ignore_result=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -78,9 +79,10 @@ def test_the_same_item_task_delivered_twice_writes_once(make_dataset, offline_ju
     run = started_without_workers(make_dataset(2), offline_judge)
     first, second = RunItem.objects.filter(run=run).order_by("id")
 
-    # when the first item's task is delivered twice
-    assert item_process_task(first.pk) == ItemOutcome.DONE
-    assert item_process_task(first.pk) == ItemOutcome.SKIPPED
+    # when the first item's task is delivered twice (the second time as a message of an earlier
+    # release, which carried a bare id)
+    assert item_process_task([first.pk]) == [ItemOutcome.DONE]
+    assert item_process_task(first.pk) == [ItemOutcome.SKIPPED]
 
     # then its results, claims, judge calls and counters are written once
     first.refresh_from_db()
@@ -93,6 +95,23 @@ def test_the_same_item_task_delivered_twice_writes_once(make_dataset, offline_ju
     # and the finished item fed the next one to the broker
     second.refresh_from_db()
     assert second.enqueued_at is not None
+
+
+def test_an_item_task_executes_its_items_and_feeds_as_many(make_dataset, offline_judge, stub_gateway) -> None:
+    # given a started run of five items, nothing queued
+    run = started_without_workers(make_dataset(5), offline_judge)
+    items = list(RunItem.objects.filter(run=run).order_by("id"))
+
+    # when one task carries three of them (one already finished by an earlier delivery)
+    assert item_process_task([items[0].pk]) == [ItemOutcome.DONE]  # feeds one
+    fed_before = set(RunItem.objects.filter(run=run, enqueued_at__isnull=False).values_list("id", flat=True))
+    outcomes = item_process_task([items[0].pk, items[1].pk, items[2].pk])
+
+    # then it executes the two new ones, skips the finished one and feeds two more
+    assert outcomes == [ItemOutcome.SKIPPED, ItemOutcome.DONE, ItemOutcome.DONE]
+    fed_after = set(RunItem.objects.filter(run=run, enqueued_at__isnull=False).values_list("id", flat=True))
+    assert len(fed_after - fed_before) == 2
+    assert RunItem.objects.filter(run=run, status=ItemStatus.DONE).count() == 3
 
 
 def test_two_concurrent_deliveries_claim_once(make_dataset, offline_judge, stub_gateway) -> None:
@@ -426,3 +445,33 @@ def test_the_in_process_executor_stops_when_no_item_can_be_executed(make_dataset
     with pytest.raises(services.ExecutorError, match="server closed the connection"):
         services.run_execute_in_process(run=run, workers=2)
     assert set(RunItem.objects.filter(run=run).values_list("status", flat=True)) == {ItemStatus.PENDING}
+
+
+def test_an_item_waiting_for_a_rate_limit_slot_keeps_its_lease(
+    make_dataset, fake_llm, make_fake_judge, settings
+) -> None:
+    # given a judge whose only slot is held elsewhere, and 3-second item leases
+    from judges import ratelimit
+
+    settings.EVALSITE_ITEM_LEASE_SECONDS = 3
+    judge = make_fake_judge(fake_llm(), max_concurrency=1)
+    run = started_without_workers(make_dataset(1), judge, metrics=["relevancy"])
+    item = RunItem.objects.get(run=run)
+    holder = ratelimit.acquire(judge, tokens=1)
+
+    # when the item waits for the slot longer than its lease
+    outcome: list[ItemOutcome] = []
+    worker = threading.Thread(target=in_thread(lambda: outcome.append(item_execute(item.pk).outcome)))
+    worker.start()
+    wait_until(lambda: RunItem.objects.get(pk=item.pk).status == ItemStatus.RUNNING, message="item claimed")
+    claimed_lease = RunItem.objects.get(pk=item.pk).lease_expires_at
+    time.sleep(4.5)
+    waiting = RunItem.objects.get(pk=item.pk)
+    holder.release()
+    worker.join(30)
+
+    # then its lease was renewed meanwhile (the reaper would not take it), and it finishes as its first attempt
+    assert waiting.status == ItemStatus.RUNNING
+    assert waiting.lease_expires_at > claimed_lease and waiting.lease_expires_at > timezone.now() - timedelta(seconds=1)
+    assert outcome == [ItemOutcome.DONE]
+    assert RunItem.objects.get(pk=item.pk).attempts == 1

@@ -57,7 +57,7 @@ def test_a_run_on_a_worker_through_the_fake_llm(make_dataset, fake_llm, make_fak
 
     # and a redelivered item task changes nothing
     item = RunItem.objects.filter(run=run).first()
-    assert item_process_task(item.pk) == ItemOutcome.SKIPPED
+    assert item_process_task([item.pk]) == [ItemOutcome.SKIPPED]
     assert MetricResult.objects.filter(item=item).count() == len(ALL_METRICS)
     assert Run.objects.get(pk=run.pk).judge_calls == run.judge_calls
 
