@@ -2,7 +2,8 @@
 
     DEBUG=1 DATABASE_URL=postgres://... REDIS_URL=redis://... .venv/bin/python bench/throughput.py
         [--items 1000] [--latency-ms 200] [--concurrency 32] [--threads N]
-        [--mode in-process|worker] [--worker-processes 2] [--steps 1,2,3] [--script FILE] [--keep]
+        [--mode in-process|worker] [--worker-processes 2] [--steps 1,2,3]
+        [--replies canned|offline] [--script FILE] [--keep]
 
 Three runs of faithfulness + relevancy + rubric + correctness (5 judge calls an item):
 
@@ -10,6 +11,11 @@ Three runs of faithfulness + relevancy + rubric + correctness (5 judge calls an 
    calls, wall time, ideal time (calls × latency / concurrency) and efficiency = ideal / actual.
 2. The same at 0 ms latency (fresh content, so no cache hit): items/s.
 3. Run 1 again, identical: every answer comes from the cache (0 new calls); speed-up over run 1.
+
+The fake server answers every prompt of a kind with one canned reply (`--replies canned`, the
+default): a real judge runs on another machine, and here the server shares the two cores with the
+engine, so the offline judge's heuristics (`--replies offline`, realistic replies) would bill the
+engine's machine for the judge's own thinking (about 1.5 ms of CPU a reply).
 
 `--mode in-process` (default) executes the runs with the engine's in-process executor (the code
 path of `evaluate --in-process`: one process, a thread pool of the judge's max concurrency or
@@ -83,7 +89,8 @@ def main() -> None:
     parser.add_argument("--mode", choices=["in-process", "worker"], default="in-process")
     parser.add_argument("--worker-processes", type=int, default=2)
     parser.add_argument("--steps", default="1,2,3", help="which of the three runs (e.g. 2 or 1,3; 3 needs 1)")
-    parser.add_argument("--script", default=None, help="a --script file for the fake server (default: its own replies)")
+    parser.add_argument("--replies", choices=["canned", "offline"], default="canned", help="the fake server's replies")
+    parser.add_argument("--script", default=None, help="a --script file for the fake server (overrides --replies)")
     parser.add_argument("--keep", action="store_true", help="keep the datasets, runs and judges")
     args = parser.parse_args()
     steps = {step.strip() for step in args.steps.split(",")}
@@ -100,10 +107,12 @@ def main() -> None:
         print(f"mode: in-process — one process, {threads} engine threads")
     print(f"judge max_concurrency {args.concurrency}; {os.cpu_count()} cores; load average {load_average()}")
 
+    script = args.script or (write_canned_script() if args.replies == "canned" else None)
+    print(f"fake server replies: {'script ' + args.script if args.script else args.replies}")
     processes = Processes()
     created: list[tuple[JudgeConfig, DatasetVersion]] = []
     try:
-        slow_server = start_fake_llm(args.latency_ms, processes, args.script)
+        slow_server = start_fake_llm(args.latency_ms, processes, script)
         if args.mode == "worker":
             start_workers(args.worker_processes, threads, processes)
 
@@ -119,7 +128,7 @@ def main() -> None:
             print(f"   ideal {ideal:.1f} s (calls × latency / concurrency); efficiency {ideal / first.wall:.2f}")
 
         if "2" in steps:
-            fast_server = start_fake_llm(0, processes, args.script)
+            fast_server = start_fake_llm(0, processes, script)
             fast = make_dataset(f"bench-{tag}-b", args.items, tag + "b")
             fast_judge = make_judge(f"bench-{tag}-b", fast_server, args.concurrency)
             created.append((fast_judge, fast))
@@ -186,6 +195,38 @@ def report(result: Result) -> None:
         f"   CPU: engine {result.engine_cpu:.1f} s ({result.engine_cpu / max(lookups, 1) * 1000:.1f} ms a judge call, "
         f"{result.engine_cpu / max(run.items_total, 1) * 1000:.0f} ms an item), fake server {result.server_cpu:.1f} s"
     )
+
+
+# One reply per prompt kind, valid for every bench item (each answer has two cited sentences).
+CANNED_REPLIES = {
+    "claim extraction": {"claims": ["The river level rose in spring.", "The water board collected the gauge data."]},
+    "claim verification": {
+        "verdicts": [
+            {"claim": 1, "verdict": "SUPPORTED", "evidence": "the river level rose", "context_ids": ["c1"]},
+            {"claim": 2, "verdict": "SUPPORTED", "evidence": "The water board collected", "context_ids": ["c2"]},
+        ]
+    },
+    "relevancy": "YES\nThe answer gives the survey's finding about the river level.",
+    "rubric": {
+        "faithfulness": 1.0,
+        "relevance": 0.9,
+        "completeness": 0.8,
+        "reasoning_quality": 0.9,
+        "improvement_suggestions": ["Say where the gauges were."],
+    },
+    "correctness": "4\nThe answer gives the reference's rise and adds a supported detail.",
+}
+
+
+def write_canned_script() -> str:
+    path = REPO / "var" / "bench" / "canned-replies.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [
+        {"match": f"You are the {kind} judge", "reply": reply if isinstance(reply, str) else json.dumps(reply)}
+        for kind, reply in CANNED_REPLIES.items()
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
 
 
 def start_fake_llm(latency_ms: int, processes: Processes, script: str | None) -> subprocess.Popen:
