@@ -35,5 +35,6 @@ worker:
 	$(VENV)/bin/celery -A evalsite worker --pool threads --concurrency $${WORKER_CONCURRENCY:-32} --loglevel INFO
 
 bench: install
-	DEBUG=1 DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL) $(PY) bench/throughput.py
+	DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL) CELERY_BROKER_URL=$(REDIS_URL) \
+		$(PY) bench/throughput.py --mode worker --worker-processes 2 --threads 16
 	$(PY) bench/offline_wice.py

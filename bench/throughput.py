@@ -1,6 +1,6 @@
 """Run-engine throughput against the fake LLM server.
 
-    DEBUG=1 DATABASE_URL=postgres://... REDIS_URL=redis://... .venv/bin/python bench/throughput.py
+    DATABASE_URL=postgres://... REDIS_URL=redis://... .venv/bin/python bench/throughput.py
         [--items 1000] [--latency-ms 200] [--concurrency 32] [--threads N]
         [--mode in-process|worker] [--worker-processes 2] [--steps 1,2,3]
         [--replies canned|offline] [--script FILE] [--keep]
@@ -45,6 +45,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
+# Measured as deployed: DEBUG off (DEBUG=1 keeps and formats every SQL statement, a cost of its own).
+# The workers inherit this environment; the key signs nothing the bench keeps.
+os.environ["DEBUG"] = "0"
+os.environ.setdefault("SECRET_KEY", "bench-" + os.urandom(16).hex())
 
 import django  # noqa: E402
 
@@ -78,6 +82,7 @@ class Result:
     wall: float
     engine_cpu: float  # this process (in-process) or the worker processes
     server_cpu: float  # the fake LLM server
+    machine_cpu: float  # every process on the machine (/proc/stat)
 
 
 def main() -> None:
@@ -100,7 +105,10 @@ def main() -> None:
     threads = args.threads or args.concurrency
     tag = uuid.uuid4().hex[:8]
     database = settings.DATABASES["default"]
-    print(f"database: {database['ENGINE'].rsplit('.', 1)[-1]} {database['NAME']}; redis: {settings.REDIS_URL or '-'}")
+    print(
+        f"database: {database['ENGINE'].rsplit('.', 1)[-1]} {database['NAME']}; redis: {settings.REDIS_URL or '-'}; "
+        f"broker: {settings.CELERY_BROKER_URL}; DEBUG {'on' if settings.DEBUG else 'off'}"
+    )
     if args.mode == "worker":
         print(f"mode: worker — {args.worker_processes} Celery worker process(es), --pool threads -c {threads}")
     else:
@@ -170,6 +178,7 @@ def execute(
 ) -> Result:
     engine_before = time.process_time() if mode == "in-process" else cpu_seconds(processes.workers)
     server_before = cpu_seconds([server])
+    machine_before = machine_cpu_seconds()
     started = time.monotonic()
     if mode == "in-process":
         run = services.run_create(dataset_version=version, judge_config=judge, metrics=METRICS, enqueue=False)
@@ -181,7 +190,8 @@ def execute(
             run.refresh_from_db()
     wall = time.monotonic() - started
     engine_after = time.process_time() if mode == "in-process" else cpu_seconds(processes.workers)
-    return Result(run, wall, engine_after - engine_before, cpu_seconds([server]) - server_before)
+    machine = machine_cpu_seconds() - machine_before
+    return Result(run, wall, engine_after - engine_before, cpu_seconds([server]) - server_before, machine)
 
 
 def report(result: Result) -> None:
@@ -193,7 +203,9 @@ def report(result: Result) -> None:
     )
     print(
         f"   CPU: engine {result.engine_cpu:.1f} s ({result.engine_cpu / max(lookups, 1) * 1000:.1f} ms a judge call, "
-        f"{result.engine_cpu / max(run.items_total, 1) * 1000:.0f} ms an item), fake server {result.server_cpu:.1f} s"
+        f"{result.engine_cpu / max(run.items_total, 1) * 1000:.0f} ms an item), fake server {result.server_cpu:.1f} s, "
+        f"the rest (PostgreSQL, Redis, this script) {result.machine_cpu - result.engine_cpu - result.server_cpu:.1f} s; "
+        f"cores busy {result.machine_cpu / result.wall / (os.cpu_count() or 1):.0%}"
     )
 
 
@@ -299,6 +311,16 @@ def cpu_seconds(processes: list[subprocess.Popen]) -> float:
             continue
         total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     return total
+
+
+def machine_cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent busy (all cores; Linux /proc/stat), 0 where unavailable."""
+    try:
+        fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return 0.0
+    idle, iowait = fields[3], fields[4]
+    return (sum(fields[:8]) - idle - iowait) / CLOCK_TICKS
 
 
 def load_average() -> str:
