@@ -142,8 +142,9 @@ LOGGING = {
 
 # --- Celery ---------------------------------------------------------------
 # Default: kombu's filesystem transport under var/, so the embedded mode needs no server.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
-if CELERY_BROKER_URL == "filesystem://":
+# The host part means nothing to it; naming one keeps kombu from warning "No hostname was supplied".
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://localhost/")
+if CELERY_BROKER_URL.startswith("filesystem://"):
     _queue_dir = VAR_DIR / "broker"
     for sub in ("queue", "processed", "control"):
         (_queue_dir / sub).mkdir(parents=True, exist_ok=True)

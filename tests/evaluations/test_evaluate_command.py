@@ -68,6 +68,8 @@ def test_a_bar_not_reached_exits_1(dataset, offline_judge, stub_gateway, tmp_pat
     assert "correctness 4.500 < 4.8" in message and "relevancy" not in message
     assert json.loads(report.read_text())["exit_code"] == 1
     assert Run.objects.get().dataset_version.number == 1
+    # No rubric, no overall score: the summary has no empty "overall" row.
+    assert [row["metric"] for row in json.loads(report.read_text())["summary"]] == ["correctness", "relevancy"]
 
 
 def test_items_in_error_exit_2_unless_allowed(make_dataset, offline_judge, stub_gateway) -> None:

@@ -67,4 +67,4 @@ def test_defaults_are_the_embedded_mode(tmp_path):
     clean.update(DEBUG="1", EVALSITE_VAR_DIR=str(tmp_path / "var"), DJANGO_SETTINGS_MODULE="evalsite.settings")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True)
 
-    assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://", "''"], result.stderr
+    assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://localhost/", "''"], result.stderr

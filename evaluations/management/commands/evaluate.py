@@ -89,7 +89,8 @@ def check_bars(bars: list[Bar], aggregates: dict[str, Any]) -> list[BarResult]:
 
 def summary_rows(aggregates: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]]:
     rows = []
-    for name in [*execution_order(metrics), OVERALL]:
+    overall = [OVERALL] if "rubric" in metrics else []  # the overall score is built on the rubric
+    for name in [*execution_order(metrics), *overall]:
         stats = aggregates.get(OVERALL) if name == OVERALL else aggregates.get("metrics", {}).get(name)
         if stats is None:
             continue
