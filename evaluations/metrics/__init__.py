@@ -16,7 +16,7 @@ run engine records the item as an error, never as a score.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from evaluations.metrics.base import ItemInput, Metric, MetricContext, MetricOutcome
@@ -62,6 +62,11 @@ def execution_order(metric_names: Sequence[str]) -> list[str]:
             names.remove("citation_audit")
         names.insert(names.index("rubric"), "citation_audit")
     return names
+
+
+def has_overall(metric_names: Collection[str]) -> bool:
+    """Whether a run of these metrics gives its items an overall score (it is built on the rubric)."""
+    return "rubric" in metric_names
 
 
 def overall_score(outcomes: Mapping[str, MetricOutcome], settings: Mapping) -> float | None:

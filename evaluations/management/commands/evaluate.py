@@ -30,7 +30,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from datasets.models import Dataset, DatasetVersion
 from evaluations import services
-from evaluations.metrics import execution_order
+from evaluations.metrics import execution_order, has_overall
 from evaluations.metrics.settings import resolve_settings
 from evaluations.models import FINISHED_STATUSES, Run, RunStatus
 from evaluations.selectors import run_progress
@@ -89,7 +89,7 @@ def check_bars(bars: list[Bar], aggregates: dict[str, Any]) -> list[BarResult]:
 
 def summary_rows(aggregates: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]]:
     rows = []
-    overall = [OVERALL] if "rubric" in metrics else []  # the overall score is built on the rubric
+    overall = [OVERALL] if has_overall(metrics) else []
     for name in [*execution_order(metrics), *overall]:
         stats = aggregates.get(OVERALL) if name == OVERALL else aggregates.get("metrics", {}).get(name)
         if stats is None:
@@ -289,7 +289,7 @@ class Command(BaseCommand):
             raise CommandError(f"--fail-under: {exc}", returncode=EXIT_ERROR) from None
         ran = execution_order(metrics)
         for bar in bars:
-            if bar.name == OVERALL and "rubric" not in ran:
+            if bar.name == OVERALL and not has_overall(ran):
                 raise CommandError("--fail-under: overall needs the rubric metric in --metrics", returncode=EXIT_ERROR)
             if bar.name != OVERALL and bar.name not in ran:
                 raise CommandError(
