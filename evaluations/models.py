@@ -76,6 +76,11 @@ class RunItem(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     overall_score = models.FloatField(null=True, blank=True)
+    # Set when a person has reviewed the item (every claim overridden or confirmed, or marked reviewed).
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, blank=True, related_name="+", on_delete=models.SET_NULL
+    )
 
     class Meta:
         ordering = ["run", "id"]
@@ -134,6 +139,8 @@ class Claim(models.Model):
     current_verdict = models.CharField(max_length=24, choices=Verdict.choices)
     evidence = models.TextField(blank=True)
     context_ids = models.JSONField(default=list)
+    # Set by the first human review (override or confirmation); history is in VerdictOverride.
+    reviewed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["item", "position"]
@@ -144,6 +151,9 @@ class Claim(models.Model):
 
 
 class VerdictOverride(models.Model):
+    """One human review of a claim. A confirmation has new_verdict == old_verdict; an undo is a new
+    entry back to the earlier verdict, never a deletion. The claim keeps its judge_verdict."""
+
     claim = models.ForeignKey(Claim, related_name="overrides", on_delete=models.CASCADE)
     reviewer = models.ForeignKey(django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
     old_verdict = models.CharField(max_length=24, choices=Verdict.choices)

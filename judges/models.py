@@ -46,6 +46,8 @@ class JudgeCall(models.Model):
 
     config = models.ForeignKey(JudgeConfig, related_name="calls", on_delete=models.CASCADE)
     run_id = models.BigIntegerField(null=True, blank=True, db_index=True)  # evaluations.Run; no FK across apps
+    # evaluations.RunItem whose evaluation made (or, from the cache, reused) this call.
+    run_item_id = models.BigIntegerField(null=True, blank=True, db_index=True)
     cache_key = models.CharField(max_length=64, db_index=True)
     prompt_name = models.CharField(max_length=64)
     prompt_version = models.CharField(max_length=16)
