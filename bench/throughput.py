@@ -58,8 +58,8 @@ from django.conf import settings  # noqa: E402
 
 from datasets.models import Dataset, DatasetVersion  # noqa: E402
 from datasets.services import dataset_import  # noqa: E402
-from evaluations import services  # noqa: E402
 from evaluations.models import FINISHED_STATUSES, Run  # noqa: E402
+from evaluations.services import executor, runs  # noqa: E402
 from judges.models import JudgeConfig  # noqa: E402
 from judges.services import judge_config_create  # noqa: E402
 
@@ -181,10 +181,10 @@ def execute(
     machine_before = machine_cpu_seconds()
     started = time.monotonic()
     if mode == "in-process":
-        run = services.run_create(dataset_version=version, judge_config=judge, metrics=METRICS, enqueue=False)
-        run = services.run_execute_in_process(run=run, workers=threads)
+        run = runs.run_create(dataset_version=version, judge_config=judge, metrics=METRICS, enqueue=False)
+        run = executor.run_execute_in_process(run=run, workers=threads)
     else:
-        run = services.run_create(dataset_version=version, judge_config=judge, metrics=METRICS)
+        run = runs.run_create(dataset_version=version, judge_config=judge, metrics=METRICS)
         while run.status not in FINISHED_STATUSES:
             time.sleep(0.05)
             run.refresh_from_db()

@@ -8,8 +8,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from evaluations import services
 from evaluations.models import Claim, MetricResult, Run, RunItem, VerdictOverride
+from evaluations.services import runs
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -83,15 +83,15 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel the selected runs")
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        self._apply(request, queryset, services.run_cancel, "cancelled")
+        self._apply(request, queryset, runs.run_cancel, "cancelled")
 
     @admin.action(description="Resume the selected cancelled runs")
     def resume_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        self._apply(request, queryset, services.run_resume, "resumed")
+        self._apply(request, queryset, runs.run_resume, "resumed")
 
     @admin.action(description="Re-run the failed items of the selected runs")
     def rerun_failed_items(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        self._apply(request, queryset, services.run_rerun_failed, "re-running their failed items")
+        self._apply(request, queryset, runs.run_rerun_failed, "re-running their failed items")
 
     def _apply(self, request: HttpRequest, queryset: QuerySet[Run], action: Callable[..., object], done: str) -> None:
         applied = 0

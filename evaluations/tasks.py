@@ -4,7 +4,7 @@ Tasks are acknowledged late (settings: CELERY_TASK_ACKS_LATE) and idempotent: a 
 message finds its item already claimed or finished and does nothing.
 
 The reaper needs no beat and no cron: when a worker is ready it starts a daemon thread that
-calls `services.runs_reap` at once and then every EVALSITE_REAP_INTERVAL_SECONDS (30 s;
+calls `services.reaper.runs_reap` at once and then every EVALSITE_REAP_INTERVAL_SECONDS (30 s;
 0 = off). Every worker runs one; reaping is safe concurrently (row locks, conditional
 updates), so a fleet of workers needs no coordination and a single surviving worker
 recovers the runs of dead ones. `manage.py reap_runs` does one pass by hand or from cron.
@@ -21,32 +21,33 @@ from celery.signals import worker_ready, worker_shutting_down
 from django.conf import settings
 from django.db import OperationalError, close_old_connections, connections
 
-from evaluations import services
+from evaluations.services import reaper, runs
+from evaluations.services.enqueue import ITEM_PROCESS_TASK, RUN_START_TASK, RUNS_REAP_TASK
 
 logger = logging.getLogger(__name__)
 
 
 @shared_task(
-    name="evaluations.run_start",
+    name=RUN_START_TASK,
     ignore_result=True,
     autoretry_for=(OperationalError,),
     retry_backoff=True,
     max_retries=5,
 )
 def run_start_task(run_id: int) -> None:
-    services.run_start(run_id=run_id)
+    runs.run_start(run_id=run_id)
 
 
-@shared_task(name="evaluations.item_process", ignore_result=True)
+@shared_task(name=ITEM_PROCESS_TASK, ignore_result=True)
 def item_process_task(item_ids: list[int] | int) -> list[str]:
     # No retry: a failure leaves the item running until its lease expires, then the reaper retries it.
     # A bare id is a message queued by an earlier release (one item a task).
-    return services.item_process(item_ids=[item_ids] if isinstance(item_ids, int) else item_ids)
+    return runs.item_process(item_ids=[item_ids] if isinstance(item_ids, int) else item_ids)
 
 
-@shared_task(name="evaluations.runs_reap", ignore_result=True)
+@shared_task(name=RUNS_REAP_TASK, ignore_result=True)
 def runs_reap_task() -> None:
-    services.runs_reap()
+    reaper.runs_reap()
 
 
 @worker_ready.connect
@@ -88,7 +89,7 @@ def stop_reaper(**_: Any) -> None:
 def _reap_forever(interval: float) -> None:
     while not _reaper_stop.is_set():
         try:
-            services.runs_reap()
+            reaper.runs_reap()
         except Exception:
             logger.exception("run reaper pass failed; trying again in %s s", interval)
         finally:

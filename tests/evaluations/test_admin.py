@@ -6,8 +6,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from evaluations import services
 from evaluations.models import Run, RunStatus
+from evaluations.services import executor, runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,10 +21,10 @@ def admin_client(client):
 def test_every_model_has_a_changelist_and_results_cannot_be_added(
     admin_client, make_dataset, offline_judge, stub_gateway
 ):
-    run = services.run_create(
+    run = runs.run_create(
         dataset_version=make_dataset(2), judge_config=offline_judge, metrics=["faithfulness"], enqueue=False
     )
-    services.run_execute_in_process(run=run)
+    executor.run_execute_in_process(run=run)
 
     for model in ("run", "runitem", "metricresult", "claim", "verdictoverride"):
         response = admin_client.get(reverse(f"admin:evaluations_{model}_changelist"))
@@ -38,7 +38,7 @@ def test_cancel_action_goes_through_the_service(admin_client, make_dataset, offl
     from evaluations import tasks
 
     monkeypatch.setattr(tasks.run_start_task, "delay", lambda run_id: None)
-    run = services.run_create(dataset_version=make_dataset(1), judge_config=offline_judge, metrics=["retrieval"])
+    run = runs.run_create(dataset_version=make_dataset(1), judge_config=offline_judge, metrics=["retrieval"])
 
     response = admin_client.post(
         reverse("admin:evaluations_run_changelist"),

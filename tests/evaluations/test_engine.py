@@ -11,9 +11,9 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from evaluations import services
 from evaluations.engine import ItemOutcome, item_execute
 from evaluations.models import Claim, ItemStatus, MetricResult, Run, RunItem, RunStatus
+from evaluations.services import executor, overrides, reaper, runs
 from evaluations.tasks import item_process_task
 from tests.evaluations.helpers import example, wait_until
 
@@ -24,15 +24,15 @@ JUDGE_CALLS_PER_ITEM = 5  # claim extraction + verification, relevancy, rubric, 
 
 
 def in_process_run(version, judge, metrics=ALL_METRICS, **kwargs) -> Run:
-    run = services.run_create(dataset_version=version, judge_config=judge, metrics=metrics, enqueue=False, **kwargs)
-    return services.run_execute_in_process(run=run)
+    run = runs.run_create(dataset_version=version, judge_config=judge, metrics=metrics, enqueue=False, **kwargs)
+    return executor.run_execute_in_process(run=run)
 
 
 def started_without_workers(version, judge, metrics=ALL_METRICS) -> Run:
     """A running run with its items created and nothing queued (as the in-process executor starts it)."""
-    run = services.run_create(dataset_version=version, judge_config=judge, metrics=metrics, enqueue=False)
+    run = runs.run_create(dataset_version=version, judge_config=judge, metrics=metrics, enqueue=False)
     Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
-    services.run_start(run_id=run.pk)
+    runs.run_start(run_id=run.pk)
     run.refresh_from_db()
     return run
 
@@ -147,7 +147,7 @@ def test_a_stale_execution_whose_lease_was_reclaimed_writes_nothing(make_dataset
 
     # when its lease expires, the reaper puts the item back and another execution does it
     RunItem.objects.filter(pk=item.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    assert services.items_reclaim_expired() == (1, 0)
+    assert reaper.items_reclaim_expired() == (1, 0)
     fresh = item_execute(item.pk).outcome
     thread.join()
 
@@ -201,19 +201,19 @@ def test_repeats_store_mean_and_std_of_the_samples(make_dataset, offline_judge, 
 def test_cancel_stops_promptly_and_resume_finishes_the_rest(make_dataset, offline_judge, stub_gateway) -> None:
     # given a slow run executing in a background thread
     stub_gateway.latency = 0.1
-    run = services.run_create(
+    run = runs.run_create(
         dataset_version=make_dataset(12), judge_config=offline_judge, metrics=ALL_METRICS, enqueue=False
     )
-    executor = threading.Thread(target=in_thread(lambda: services.run_execute_in_process(run=run, workers=2)))
-    executor.start()
+    in_process = threading.Thread(target=in_thread(lambda: executor.run_execute_in_process(run=run, workers=2)))
+    in_process.start()
     wait_until(lambda: Run.objects.get(pk=run.pk).items_done >= 1, message="a first item")
 
     # when it is cancelled
-    services.run_cancel(run=run)
-    executor.join(10)
+    runs.run_cancel(run=run)
+    in_process.join(10)
 
     # then the interrupted items went back to pending, not error, and the run is cancelled
-    assert not executor.is_alive()
+    assert not in_process.is_alive()
     run.refresh_from_db()
     counts = {status: RunItem.objects.filter(run=run, status=status).count() for status in ItemStatus.values}
     assert run.status == RunStatus.CANCELLED
@@ -223,8 +223,8 @@ def test_cancel_stops_promptly_and_resume_finishes_the_rest(make_dataset, offlin
 
     # when it is resumed
     stub_gateway.latency = 0
-    services.run_resume(run=run)
-    run = services.run_execute_in_process(run=run)
+    runs.run_resume(run=run)
+    run = executor.run_execute_in_process(run=run)
 
     # then every item is done once
     assert run.status == RunStatus.COMPLETED
@@ -238,15 +238,15 @@ def test_rerun_failed_resets_only_the_errored_items(make_dataset, offline_judge,
     done_before = dict(RunItem.objects.filter(run=run, status=ItemStatus.DONE).values_list("id", "attempts"))
 
     stub_gateway.fail_marked = False
-    assert services.run_rerun_failed(run=run) == 1
-    run = services.run_execute_in_process(run=run)
+    assert runs.run_rerun_failed(run=run) == 1
+    run = executor.run_execute_in_process(run=run)
 
     assert run.status == RunStatus.COMPLETED
     assert (run.items_done, run.items_failed) == (3, 0)
     assert dict(RunItem.objects.filter(pk__in=done_before).values_list("id", "attempts")) == done_before
     assert MetricResult.objects.filter(item__run=run).count() == 3 * len(ALL_METRICS)
     with pytest.raises(ValueError, match="only a run that finished with errors"):
-        services.run_rerun_failed(run=run)
+        runs.run_rerun_failed(run=run)
 
 
 def test_run_create_validates_and_enqueues_after_commit(make_dataset, offline_judge, monkeypatch) -> None:
@@ -257,15 +257,15 @@ def test_run_create_validates_and_enqueues_after_commit(make_dataset, offline_ju
     version = make_dataset(1)
 
     with pytest.raises(ValueError, match="metrics: unknown metric bleu"):
-        services.run_create(dataset_version=version, judge_config=offline_judge, metrics=["relevancy", "bleu"])
+        runs.run_create(dataset_version=version, judge_config=offline_judge, metrics=["relevancy", "bleu"])
     with pytest.raises(ValueError, match="thresholds.faithfulness"):
-        services.run_create(
+        runs.run_create(
             dataset_version=version,
             judge_config=offline_judge,
             metrics=["faithfulness"],
             settings={"thresholds": {"faithfulness": 2}},
         )
-    run = services.run_create(
+    run = runs.run_create(
         dataset_version=version, judge_config=offline_judge, metrics=["relevancy", "relevancy"], settings={"repeats": 2}
     )
 
@@ -279,12 +279,12 @@ def test_cancelling_a_queued_run_cancels_it_at_once(make_dataset, offline_judge,
     from evaluations import tasks
 
     monkeypatch.setattr(tasks.run_start_task, "delay", lambda run_id: None)
-    run = services.run_create(dataset_version=make_dataset(1), judge_config=offline_judge, metrics=["retrieval"])
+    run = runs.run_create(dataset_version=make_dataset(1), judge_config=offline_judge, metrics=["retrieval"])
 
-    assert services.run_cancel(run=run).status == RunStatus.CANCELLED
+    assert runs.run_cancel(run=run).status == RunStatus.CANCELLED
     with pytest.raises(ValueError, match="only a queued or running run"):
-        services.run_cancel(run=run)
-    services.run_start(run_id=run.pk)  # a late start task does nothing
+        runs.run_cancel(run=run)
+    runs.run_start(run_id=run.pk)  # a late start task does nothing
     assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
 
 
@@ -302,7 +302,7 @@ def test_reaper_reclaims_expired_leases_and_gives_up_after_max_attempts(
         status=ItemStatus.RUNNING, attempts=1, lease_expires_at=timezone.now() + timedelta(minutes=5)
     )
 
-    report = services.runs_reap()
+    report = reaper.runs_reap()
 
     assert (report.reclaimed, report.abandoned) == (1, 1)
     first.refresh_from_db()
@@ -335,12 +335,12 @@ def test_reaper_finishes_idle_runs_and_requeues_lost_messages(
     RunItem.objects.filter(run=lost).update(enqueued_at=long_ago)
     Run.objects.filter(pk=lost.pk).update(heartbeat_at=None)
     # a queued run whose start message was lost, and a fresh one left alone
-    queued = services.run_create(dataset_version=version, judge_config=offline_judge, metrics=["retrieval"])
+    queued = runs.run_create(dataset_version=version, judge_config=offline_judge, metrics=["retrieval"])
     Run.objects.filter(pk=queued.pk).update(created_at=long_ago)
-    services.run_create(dataset_version=version, judge_config=offline_judge, metrics=["retrieval"])
+    runs.run_create(dataset_version=version, judge_config=offline_judge, metrics=["retrieval"])
     started.clear()
 
-    report = services.runs_reap()
+    report = reaper.runs_reap()
 
     assert Run.objects.get(pk=idle.pk).status == RunStatus.COMPLETED
     assert (report.finalized, report.requeued, report.restarted) == (1, 2, 1)
@@ -351,7 +351,7 @@ def test_reaper_finishes_idle_runs_and_requeues_lost_messages(
 def test_reaper_leaves_a_live_in_process_run_alone(make_dataset, offline_judge) -> None:
     run = started_without_workers(make_dataset(2), offline_judge)  # heartbeat fresh
 
-    report = services.runs_reap()
+    report = reaper.runs_reap()
 
     assert report.fed == 0
     assert not RunItem.objects.filter(run=run, enqueued_at__isnull=False).exists()
@@ -366,7 +366,7 @@ def test_claim_override_recomputes_faithfulness_overall_and_aggregates(
     claim = Claim.objects.get(item=item, position=0)
     reviewer = make_user("reviewer")
 
-    override = services.claim_override(claim=claim, reviewer=reviewer, new_verdict="CONTRADICTED", reason="wrong")
+    override = overrides.claim_override(claim=claim, reviewer=reviewer, new_verdict="CONTRADICTED", reason="wrong")
 
     assert (override.old_verdict, override.new_verdict, override.reviewer) == ("SUPPORTED", "CONTRADICTED", reviewer)
     claim.refresh_from_db()
@@ -379,7 +379,7 @@ def test_claim_override_recomputes_faithfulness_overall_and_aggregates(
     run.refresh_from_db()
     assert run.aggregates["metrics"]["faithfulness"]["mean"] == 0.75
     with pytest.raises(ValueError, match="new_verdict"):
-        services.claim_override(claim=claim, reviewer=reviewer, new_verdict="MAYBE")
+        overrides.claim_override(claim=claim, reviewer=reviewer, new_verdict="MAYBE")
 
 
 def test_the_offline_judge_end_to_end_on_the_demo_dataset(transactional_db) -> None:
@@ -410,9 +410,9 @@ def test_a_run_of_an_empty_selection_completes_at_once(make_dataset, offline_jud
     RunItem.objects.filter(run=run).delete()
     Run.objects.filter(pk=run.pk).update(items_total=0)
 
-    assert services.run_finalize_if_idle(run_id=run.pk) is True
+    assert runs.run_finalize_if_idle(run_id=run.pk) is True
     assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
-    assert services.run_finalize_if_idle(run_id=run.pk) is False  # exactly once
+    assert runs.run_finalize_if_idle(run_id=run.pk) is False  # exactly once
 
 
 def test_an_item_costs_a_fixed_number_of_queries_besides_the_judge(
@@ -439,11 +439,11 @@ def test_the_in_process_executor_stops_when_no_item_can_be_executed(make_dataset
         raise OperationalError("server closed the connection unexpectedly")
 
     monkeypatch.setattr(engine, "_claim", broken_claim)
-    run = services.run_create(
+    run = runs.run_create(
         dataset_version=make_dataset(3), judge_config=offline_judge, metrics=["retrieval"], enqueue=False
     )
-    with pytest.raises(services.ExecutorError, match="server closed the connection"):
-        services.run_execute_in_process(run=run, workers=2)
+    with pytest.raises(executor.ExecutorError, match="server closed the connection"):
+        executor.run_execute_in_process(run=run, workers=2)
     assert set(RunItem.objects.filter(run=run).values_list("status", flat=True)) == {ItemStatus.PENDING}
 
 

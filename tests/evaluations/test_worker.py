@@ -11,9 +11,9 @@ import time
 import httpx
 import pytest
 
-from evaluations import services
 from evaluations.engine import ItemOutcome
 from evaluations.models import Claim, ItemStatus, MetricResult, Run, RunItem, RunStatus
+from evaluations.services import runs
 from evaluations.tasks import item_process_task
 from judges.models import JudgeCall
 from tests.evaluations.helpers import VALID_REPLIES, example, script_file, wait_for_run, wait_until
@@ -42,7 +42,7 @@ def test_a_run_on_a_worker_through_the_fake_llm(make_dataset, fake_llm, make_fak
     celery_worker(concurrency=8)
 
     # when a run is created
-    run = services.run_create(dataset_version=version, judge_config=judge, metrics=ALL_METRICS)
+    run = runs.run_create(dataset_version=version, judge_config=judge, metrics=ALL_METRICS)
     run = wait_for_run(run)
 
     # then every item has one result per metric, the calls are logged for the run, the limit held
@@ -68,7 +68,7 @@ def test_a_worker_killed_mid_run_loses_nothing(make_dataset, fake_llm, make_fake
     server = fake_llm("--script", script_file(tmp_path / "script.jsonl"), latency_ms=250)
     judge = make_fake_judge(server, max_concurrency=6)
     first = celery_worker(concurrency=6)
-    run = services.run_create(dataset_version=make_dataset(24), judge_config=judge, metrics=metrics)
+    run = runs.run_create(dataset_version=make_dataset(24), judge_config=judge, metrics=metrics)
     wait_until(lambda: Run.objects.get(pk=run.pk).items_done >= 3, message="a few items done")
     wait_until(lambda: RunItem.objects.filter(run=run, status=ItemStatus.RUNNING).exists(), message="items in flight")
 
@@ -103,7 +103,7 @@ def test_judge_faults_are_retried_or_recorded_as_item_errors(
     celery_worker(concurrency=4)
 
     # when a run of 8 items goes through it
-    run = services.run_create(dataset_version=make_dataset(8), judge_config=judge, metrics=ALL_METRICS)
+    run = runs.run_create(dataset_version=make_dataset(8), judge_config=judge, metrics=ALL_METRICS)
     run = wait_for_run(run, timeout=90)
 
     # then the two doomed items are errors with the judge's message and the rest are scored
@@ -127,12 +127,12 @@ def test_cancel_resume_and_rerun_failed_on_a_worker(make_dataset, fake_llm, make
     server = fake_llm("--script", script_file(tmp_path / "script.jsonl", fault), latency_ms=200)
     judge = make_fake_judge(server, max_concurrency=4)
     celery_worker(concurrency=8)
-    run = services.run_create(dataset_version=make_dataset(30), judge_config=judge, metrics=metrics)
+    run = runs.run_create(dataset_version=make_dataset(30), judge_config=judge, metrics=metrics)
     wait_until(lambda: Run.objects.get(pk=run.pk).items_done >= 4, message="a few items done")
 
     # when it is cancelled, it stops promptly; the interrupted items are pending, not errors
     cancelled_at = time.monotonic()
-    services.run_cancel(run=run)
+    runs.run_cancel(run=run)
     run = wait_for_run(run, timeout=10, statuses=(RunStatus.CANCELLED,))
     assert time.monotonic() - cancelled_at < 5
     calls_at_cancel = server.stats()["requests"]
@@ -143,7 +143,7 @@ def test_cancel_resume_and_rerun_failed_on_a_worker(make_dataset, fake_llm, make
     assert counts[ItemStatus.DONE] + counts[ItemStatus.ERROR] + counts[ItemStatus.PENDING] == 30
 
     # when it is resumed, it finishes the rest (with the one failure)
-    services.run_resume(run=run)
+    runs.run_resume(run=run)
     run = wait_for_run(run, timeout=60)
     assert run.status == RunStatus.COMPLETED_WITH_ERRORS
     assert (run.items_done, run.items_failed) == (29, 1)
@@ -151,7 +151,7 @@ def test_cancel_resume_and_rerun_failed_on_a_worker(make_dataset, fake_llm, make
     # when the judge is fixed and the failed items are re-run, only that item runs again
     httpx.post(server.url.removesuffix("/v1") + "/script", json=VALID_REPLIES, timeout=5).raise_for_status()
     calls_before = run.judge_calls
-    assert services.run_rerun_failed(run=run) == 1
+    assert runs.run_rerun_failed(run=run) == 1
     run = wait_for_run(run, timeout=30)
     assert run.status == RunStatus.COMPLETED
     assert (run.items_done, run.items_failed) == (30, 0)
@@ -171,10 +171,10 @@ def test_two_concurrent_runs_share_the_workers_and_keep_their_limits(
     celery_worker(concurrency=12)
 
     # when the slow run is created first, then the fast one
-    slow = services.run_create(
+    slow = runs.run_create(
         dataset_version=make_dataset([example(n) for n in range(1, 21)]), judge_config=slow_judge, metrics=metrics
     )
-    fast = services.run_create(
+    fast = runs.run_create(
         dataset_version=make_dataset([example(n) for n in range(101, 121)]), judge_config=fast_judge, metrics=metrics
     )
     fast = wait_for_run(fast, timeout=60)

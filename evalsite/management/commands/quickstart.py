@@ -6,6 +6,9 @@ from django.core.management.base import BaseCommand
 
 from datasets.services import dataset_import
 from evalsite.services import user_create_or_update
+from evaluations.models import Run, RunStatus
+from evaluations.services.executor import run_execute_in_process
+from evaluations.services.runs import run_create
 from judges.services import judge_default_offline
 
 DEMO_DATASET = Path(__file__).resolve().parents[3] / "datasets" / "demo" / "stip-governance.jsonl"
@@ -26,9 +29,6 @@ class Command(BaseCommand):
         self._demo_run(result.version, judge, user)
 
     def _demo_run(self, version, judge, user) -> None:
-        from evaluations.models import Run, RunStatus
-        from evaluations.services import run_create, run_execute_in_process
-
         if Run.objects.filter(dataset_version=version, judge_config=judge, status=RunStatus.COMPLETED).exists():
             self.stdout.write("Demo run already finished")
             return

@@ -29,11 +29,11 @@ from django.conf import settings as django_settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from datasets.models import Dataset, DatasetVersion
-from evaluations import services
 from evaluations.metrics import execution_order, has_overall
 from evaluations.metrics.settings import resolve_settings
 from evaluations.models import FINISHED_STATUSES, Run, RunStatus
 from evaluations.selectors import run_progress
+from evaluations.services import executor, runs
 from judges.models import JudgeConfig
 from judges.selectors import judge_config_get, judge_config_list
 
@@ -198,7 +198,7 @@ class Command(BaseCommand):
         if options["workers"] is not None and options["workers"] < 1:
             raise CommandError("--workers: must be at least 1", returncode=EXIT_ERROR)
 
-        run = services.run_create(
+        run = runs.run_create(
             dataset_version=version,
             judge_config=judge,
             metrics=metrics,
@@ -211,7 +211,7 @@ class Command(BaseCommand):
         bar = ProgressBar(self.stderr._out, run.pk, enabled=not options["no_progress"])
         try:
             if options["in_process"]:
-                run = services.run_execute_in_process(run=run, workers=options["workers"], on_progress=bar.update)
+                run = executor.run_execute_in_process(run=run, workers=options["workers"], on_progress=bar.update)
             elif options["wait"]:
                 timeout = options["queue_timeout"] or django_settings.EVALSITE_QUEUE_TIMEOUT_SECONDS
                 run = self._follow(run, bar, timeout)
@@ -223,7 +223,7 @@ class Command(BaseCommand):
             bar.close()
             status = Run.objects.get(pk=run.pk).status
             raise CommandError(f"interrupted; run {run.pk} is {status}", returncode=EXIT_ERROR) from None
-        except services.ExecutorError as exc:
+        except executor.ExecutorError as exc:
             bar.close()
             raise CommandError(f"run {run.pk}: {exc}", returncode=EXIT_ERROR) from None
         finally:
@@ -263,7 +263,7 @@ class Command(BaseCommand):
 
     def _metrics(self, text: str) -> list[str]:
         try:
-            return services.validate_metrics(text)
+            return runs.validate_metrics(text)
         except ValueError as exc:
             raise CommandError(f"--{exc}", returncode=EXIT_ERROR) from None
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from evaluations.services import runs_reap
+from evaluations.services.reaper import runs_reap
 
 
 class Command(BaseCommand):
