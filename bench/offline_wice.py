@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from judges.offline import verify, verify_claims  # noqa: E402
+from judges.heuristics import verify, verify_claims  # noqa: E402
 from judges.types import CONTRADICTED, NOT_ENOUGH_INFO, PARTIALLY_SUPPORTED, SUPPORTED, Context  # noqa: E402
 
 DEFAULT_PATH = REPO.parent / "shared" / "external" / "wice" / "oracle-claim-dev.jsonl"

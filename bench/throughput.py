@@ -242,7 +242,7 @@ def write_canned_script() -> str:
 
 
 def start_fake_llm(latency_ms: int, processes: Processes, script: str | None) -> subprocess.Popen:
-    command = [sys.executable, "-m", "judges.fakellm", "--port", "0", "--latency-ms", str(latency_ms)]
+    command = [sys.executable, "-m", "fakellm", "--port", "0", "--latency-ms", str(latency_ms)]
     command += ["--jitter-ms", "0", "--error-rate", "0"] + (["--script", script] if script else [])
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
     processes.servers.append(process)

@@ -47,7 +47,9 @@ _CSV_JSON_FIELDS = {"contexts", "metadata", "tags", "expected_context_ids", "ret
 _CSV_PIPE_FIELDS = {"tags", "expected_context_ids", "retrieved_ids"}
 
 
-class Context(TypedDict, total=False):
+class StoredContext(TypedDict, total=False):
+    """A context as an Example stores it (JSON); the judge sees `judges.types.Context`."""
+
     id: str
     text: str
     score: float
@@ -58,7 +60,7 @@ class Item(TypedDict):
     id: str
     query: str
     response: str
-    contexts: list[Context]
+    contexts: list[StoredContext]
     reference_answer: str
     expected_context_ids: list[str]
     retrieved_ids: list[str] | None
@@ -393,7 +395,7 @@ class _FieldChecker:
             self._problem(canonical, "is empty")
         return value
 
-    def contexts(self, value: Any) -> list[Context]:
+    def contexts(self, value: Any) -> list[StoredContext]:
         if value is None:
             return []
         if not isinstance(value, list):
@@ -407,7 +409,7 @@ class _FieldChecker:
             seen.add(context["id"])
         return contexts
 
-    def _context(self, index: int, entry: Any) -> Context:
+    def _context(self, index: int, entry: Any) -> StoredContext:
         name = f"{self.names.get('contexts', 'contexts')}[{index}]"
         positional = str(index + 1)
         if isinstance(entry, str):
@@ -415,7 +417,7 @@ class _FieldChecker:
         if not isinstance(entry, dict) or not isinstance(entry.get("text"), str):
             self.problems.add(self.where, name, "must be a string or an object with a string 'text'")
             return {"id": positional, "text": ""}
-        context: Context = {"id": positional, "text": entry["text"]}
+        context: StoredContext = {"id": positional, "text": entry["text"]}
         raw_id = entry.get("id")
         if raw_id is not None:
             if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or not str(raw_id).strip():

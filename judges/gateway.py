@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from judges import parsing, prompts, ratelimit, selectors, services
+from judges import prompts, ratelimit, reply_parsing, selectors, services
 from judges.models import JudgeCall, JudgeConfig
 from judges.prompts import RenderedPrompt
 from judges.providers import Provider, ProviderReply, estimate_tokens, get_provider
@@ -141,7 +141,7 @@ def check(config: JudgeConfig) -> CheckResult:
     """
     prompt = prompts.render(CHECK_PROMPT, CHECK_FIELDS)
     reply = get_provider(config.provider)(config, prompt)
-    value = parsing.parse_reply(prompt.name, reply.text, prompt.fields)
+    value = reply_parsing.parse_reply(prompt.name, reply.text, prompt.fields)
     return CheckResult(reply.latency_ms, reply.input_tokens, reply.output_tokens, reply.text, value)
 
 
@@ -171,7 +171,7 @@ def _attempt(
         outcome.error, retry_after = None, None
         try:
             reply = _send(config, prompt, provider, budget, should_stop, outcome)
-            outcome.value = parsing.parse_reply(prompt.name, reply.text, prompt.fields)
+            outcome.value = reply_parsing.parse_reply(prompt.name, reply.text, prompt.fields)
             return
         except JudgeCancelled:
             raise
@@ -242,7 +242,7 @@ def _cached_result(key: str, prompt: RenderedPrompt) -> JudgeResult | None:
     if call is None:
         return None
     try:
-        value = parsing.parse_reply(prompt.name, call.raw_reply, prompt.fields)
+        value = reply_parsing.parse_reply(prompt.name, call.raw_reply, prompt.fields)
     except JudgeResponseError:
         return None  # the parser has changed since: ask again
     return JudgeResult(

@@ -26,7 +26,7 @@ from evaluations.metrics.faithfulness import FAITHFULNESS
 from evaluations.metrics.relevancy import RELEVANCY
 from evaluations.metrics.retrieval import RETRIEVAL
 from evaluations.metrics.rubric import RUBRIC, item_overall
-from evaluations.metrics.settings import resolve_settings
+from evaluations.metrics.run_settings import resolve_settings
 
 REGISTRY: dict[str, Metric] = {
     metric.name: metric for metric in (FAITHFULNESS, RELEVANCY, RUBRIC, CORRECTNESS, CITATION_AUDIT, RETRIEVAL)

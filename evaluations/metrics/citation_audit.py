@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome
-from evaluations.metrics.settings import DEFAULT_CITATION_PATTERN
+from evaluations.metrics.run_settings import DEFAULT_CITATION_PATTERN
 
 FENCED_CODE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
 INLINE_CODE = re.compile(r"`[^`\n]*`")

@@ -20,7 +20,7 @@ from datasets.models import DatasetVersion, Example
 from evaluations.aggregates import run_aggregates
 from evaluations.engine import ItemOutcome, item_execute, items_mark_enqueued
 from evaluations.metrics import METRIC_NAMES, execution_order
-from evaluations.metrics.settings import resolve_settings
+from evaluations.metrics.run_settings import resolve_settings
 from evaluations.models import (
     FINISHED_STATUSES,
     Claim,

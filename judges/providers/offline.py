@@ -1,4 +1,4 @@
-"""The offline judge: deterministic heuristics (`judges.offline`), no network, no key, no cost."""
+"""The offline judge: deterministic heuristics (`judges.heuristics`), no network, no key, no cost."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ if TYPE_CHECKING:
 
 
 def complete(config: JudgeConfig, prompt: RenderedPrompt) -> ProviderReply:
-    from judges import offline
+    from judges import heuristics
 
     started = time.monotonic()
-    text = offline.reply(prompt.name, prompt.fields)
+    text = heuristics.reply(prompt.name, prompt.fields)
     return ProviderReply(
         text=text,
         input_tokens=estimate_tokens(prompt.system + prompt.user),

@@ -78,11 +78,11 @@ class FakeLLM:
 
 @pytest.fixture
 def fake_llm() -> Iterator[Callable[..., FakeLLM]]:
-    """Start `python -m judges.fakellm` with the given options; returns its /v1 URL and process."""
+    """Start `python -m fakellm` with the given options; returns its /v1 URL and process."""
     started: list[subprocess.Popen] = []
 
     def start(*options: str, latency_ms: int = 20) -> FakeLLM:
-        command = [PYTHON, "-m", "judges.fakellm", "--port", "0", "--latency-ms", str(latency_ms)]
+        command = [PYTHON, "-m", "fakellm", "--port", "0", "--latency-ms", str(latency_ms)]
         command += ["--jitter-ms", "0", *options]
         process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         started.append(process)

@@ -21,11 +21,11 @@ STARTUP_SECONDS = 20
 
 
 class FakeLLMProcess:
-    """A running `python -m judges.fakellm`: its URL and its control endpoints."""
+    """A running `python -m fakellm`: its URL and its control endpoints."""
 
     def __init__(self, *args: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "judges.fakellm", "--port", "0", *args],
+            [sys.executable, "-m", "fakellm", "--port", "0", *args],
             cwd=REPO,
             stdout=subprocess.PIPE,
             text=True,

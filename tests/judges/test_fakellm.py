@@ -14,8 +14,8 @@ import httpx
 import openai
 import pytest
 
-from judges import offline, prompts
-from judges.fakellm import GENERIC_REPLY, PROSE_REPLY, serve
+from fakellm import GENERIC_REPLY, PROSE_REPLY, serve
+from judges import heuristics, prompts
 from judges.types import Context
 
 RELEVANCY_FIELDS = {
@@ -46,7 +46,7 @@ def ask_openai(url: str, system: str, user: str, **params) -> openai.types.chat.
 
 def test_serves_both_apis_with_usage_and_counts_them(fake_llm):
     prompt = prompts.render("relevancy", RELEVANCY_FIELDS)
-    expected = offline.reply("relevancy", RELEVANCY_FIELDS)
+    expected = heuristics.reply("relevancy", RELEVANCY_FIELDS)
     # when
     completion = ask_openai(fake_llm.url, prompt.system, prompt.user)
     message = anthropic_client(fake_llm.url).messages.create(

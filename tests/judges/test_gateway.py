@@ -13,10 +13,10 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from judges import gateway, offline
-from judges.fakellm import serve
+from fakellm import serve
+from judges import gateway, heuristics
 from judges.models import JudgeCall
-from judges.parsing import parse_reply
+from judges.reply_parsing import parse_reply
 from judges.types import Context, JudgeCancelled, JudgeError, JudgeResponseError, Relevancy
 
 from .conftest import REPO, redis_url
@@ -71,7 +71,7 @@ def test_default_replies_of_the_fake_server_are_the_heuristic_judges(make_judge,
     config = make_judge("openai")
     fields = {"query": "Capital?", "response": "Paris is the capital of France. It has 2 million people."}
     result = gateway.judge(config, "claim_extraction", fields)
-    assert result.value == parse_reply("claim_extraction", offline.reply("claim_extraction", fields), fields)
+    assert result.value == parse_reply("claim_extraction", heuristics.reply("claim_extraction", fields), fields)
     assert len(result.value) == 2
 
 
@@ -305,8 +305,8 @@ django.setup()
 from django.conf import settings
 from django.db import connection
 settings.JUDGE_RATE_WINDOW_SECONDS = float(sys.argv[2])
-from judges import gateway, offline
-from judges.parsing import parse_reply
+from judges import gateway, heuristics
+from judges.reply_parsing import parse_reply
 from judges.models import JudgeConfig
 from judges.types import Context
 config = JudgeConfig.objects.get(pk=int(sys.argv[1]))

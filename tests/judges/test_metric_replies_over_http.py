@@ -11,7 +11,7 @@ import pytest
 
 from evaluations.metrics import evaluate_item
 from evaluations.metrics.base import MetricContext
-from evaluations.metrics.settings import resolve_settings
+from evaluations.metrics.run_settings import resolve_settings
 from judges import gateway
 from judges.models import JudgeCall
 from judges.types import JudgeResponseError

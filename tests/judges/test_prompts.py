@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from judges.parsing import parse_reply
 from judges.prompts import PROMPT_NAMES, RenderedPrompt, prompt_version, read_fields, render
+from judges.reply_parsing import parse_reply
 from judges.types import ClaimVerdict, Context, Correctness, Relevancy
 
 NASTY_TEXTS = [

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from judges import offline, prompts
-from judges.fakellm import serve
+from fakellm import serve
+from judges import heuristics, prompts
 from judges.providers import PROVIDERS, ProviderError, get_provider
 from judges.providers.base import retry_after_seconds
 from judges.types import Context, JudgeError
@@ -188,7 +188,7 @@ def test_heuristic_provider_answers_without_network(make_judge):
     config = make_judge("offline")
     prompt = relevancy_prompt()
     reply = PROVIDERS["offline"](config, prompt)
-    assert reply.text == offline.reply(prompt.name, prompt.fields)
+    assert reply.text == heuristics.reply(prompt.name, prompt.fields)
     assert reply.input_tokens == (len(prompt.system) + len(prompt.user)) // 4
     assert reply.output_tokens == max(1, len(reply.text) // 4)
 

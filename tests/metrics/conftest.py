@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from evaluations.metrics.base import ItemInput, MetricContext
-from evaluations.metrics.settings import resolve_settings
+from evaluations.metrics.run_settings import resolve_settings
 from judges.types import Context, JudgeResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,14 +92,14 @@ def stip_items() -> dict[str, ItemInput]:
 
 
 class TextJudge(ScriptedJudge):
-    """A judge whose replies are hand-written reply TEXTS, read by the real parser (judges.parsing.parse_reply).
+    """A judge whose replies are hand-written reply TEXTS, read by the real parser (judges.reply_parsing.parse_reply).
 
     Every call is also rendered with the real prompt template, which checks the fields a metric sends.
     """
 
     def __call__(self, prompt_name: str, fields: dict[str, Any]) -> JudgeResult:
-        from judges.parsing import parse_reply
         from judges.prompts import prompt_version, render
+        from judges.reply_parsing import parse_reply
 
         render(prompt_name, fields)
         with self._lock:
@@ -114,9 +114,9 @@ class TextJudge(ScriptedJudge):
 
 def offline_judge(prompt_name: str, fields: dict[str, Any]) -> JudgeResult:
     """The deterministic offline judge, its reply text read by the real parser (no gateway, no database)."""
-    from judges.offline import reply
-    from judges.parsing import parse_reply
+    from judges.heuristics import reply
     from judges.prompts import prompt_version
+    from judges.reply_parsing import parse_reply
 
     return JudgeResult(
         value=parse_reply(prompt_name, reply(prompt_name, fields), fields),

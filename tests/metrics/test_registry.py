@@ -4,7 +4,7 @@ import pytest
 
 from evaluations.metrics import METRIC_NAMES, REGISTRY, evaluate_item, execution_order, overall_score
 from evaluations.metrics.base import MetricContext, MetricOutcome
-from evaluations.metrics.settings import resolve_settings
+from evaluations.metrics.run_settings import resolve_settings
 from judges.types import SUPPORTED, ClaimVerdict, Correctness, JudgeError, Relevancy, RubricScores
 from tests.metrics.conftest import ScriptedJudge, make_ctx, make_item
 

@@ -30,7 +30,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from datasets.models import Dataset, DatasetVersion
 from evaluations.metrics import execution_order, has_overall
-from evaluations.metrics.settings import resolve_settings
+from evaluations.metrics.run_settings import resolve_settings
 from evaluations.models import FINISHED_STATUSES, Run, RunStatus
 from evaluations.selectors import run_progress
 from evaluations.services import executor, runs

@@ -14,11 +14,11 @@ Steps:
 
 from __future__ import annotations
 
-from judges.offline.claims import extract_claims
-from judges.offline.evidence import units_of
-from judges.offline.relevancy import HEURISTIC_NOTE, match_query
-from judges.offline.text import Token, content_tokens
-from judges.offline.verify import assess_claim
+from judges.heuristics.claims import extract_claims
+from judges.heuristics.evidence import units_of
+from judges.heuristics.relevancy import HEURISTIC_NOTE, match_query
+from judges.heuristics.text import Token, content_tokens
+from judges.heuristics.verify import assess_claim
 from judges.types import CONTRADICTED, Context, Correctness
 
 BETA = 2.0

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from evaluations.metrics.settings import DEFAULT_SETTINGS, SettingsError, resolve_settings
+from evaluations.metrics.run_settings import DEFAULT_SETTINGS, SettingsError, resolve_settings
 
 
 def test_defaults_when_nothing_given():

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from judges.parsing import (
+from judges.prompts import PROMPT_NAMES
+from judges.reply_parsing import (
     normalize_verdict,
     parse_claims,
     parse_correctness,
@@ -12,7 +13,6 @@ from judges.parsing import (
     parse_rubric,
     parse_verdicts,
 )
-from judges.prompts import PROMPT_NAMES
 from judges.types import (
     CONTRADICTED,
     NOT_ENOUGH_INFO,

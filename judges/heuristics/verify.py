@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from judges.offline.evidence import Unit, units_of
-from judges.offline.text import Token, name_spans, polarity, tokenize
+from judges.heuristics.evidence import Unit, units_of
+from judges.heuristics.text import Token, name_spans, polarity, tokenize
 from judges.types import CONTRADICTED, NOT_ENOUGH_INFO, PARTIALLY_SUPPORTED, SUPPORTED, ClaimVerdict, Context
 
 SUPPORTED_AT = 0.6

@@ -1,7 +1,7 @@
 """`reply`: the offline judge's answer to a prompt, written in that prompt's output contract.
 
 The text is what a model would send back, so it goes through the same parser
-(`judges.parsing`) as a real judge's reply. Claims are numbered 1..n in verdict replies.
+(`judges.reply_parsing`) as a real judge's reply. Claims are numbered 1..n in verdict replies.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from judges.offline.claims import extract_claims
-from judges.offline.correctness import judge_correctness
-from judges.offline.relevancy import judge_relevancy
-from judges.offline.rubric import judge_rubric
-from judges.offline.verify import verify_claims
+from judges.heuristics.claims import extract_claims
+from judges.heuristics.correctness import judge_correctness
+from judges.heuristics.relevancy import judge_relevancy
+from judges.heuristics.rubric import judge_rubric
+from judges.heuristics.verify import verify_claims
 from judges.types import Context
 
 

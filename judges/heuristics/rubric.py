@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from judges.offline.claims import CITATION_RE, extract_claims
-from judges.offline.evidence import Unit, units_of
-from judges.offline.relevancy import QueryMatch, match_query
-from judges.offline.text import content_tokens, tokenize
-from judges.offline.verify import assess_claim
+from judges.heuristics.claims import CITATION_RE, extract_claims
+from judges.heuristics.evidence import Unit, units_of
+from judges.heuristics.relevancy import QueryMatch, match_query
+from judges.heuristics.text import content_tokens, tokenize
+from judges.heuristics.verify import assess_claim
 from judges.types import CONTRADICTED, NOT_ENOUGH_INFO, PARTIALLY_SUPPORTED, SUPPORTED, Context, RubricScores
 
 DIMENSIONS = ("faithfulness", "relevance", "completeness", "reasoning_quality")

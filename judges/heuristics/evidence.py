@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from judges.offline.text import Date, Token, name_spans, polarity, split_sentences, tokenize
+from judges.heuristics.text import Date, Token, name_spans, polarity, split_sentences, tokenize
 from judges.types import Context
 
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*#*$")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
-from judges.offline.words import (
+from judges.heuristics.words import (
     MONTHS,
     NUMBER_WORDS,
     POLARITY,

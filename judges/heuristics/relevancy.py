@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from judges.offline.evidence import units_of
-from judges.offline.text import Token, content_tokens, entities, polarity, tokenize
+from judges.heuristics.evidence import units_of
+from judges.heuristics.text import Token, content_tokens, entities, polarity, tokenize
 from judges.types import Context, Relevancy
 
 RELEVANT_AT = 0.5

@@ -13,11 +13,11 @@ Measured against human labels by bench/offline_wice.py.
 
 from __future__ import annotations
 
-from judges.offline.claims import extract_claims
-from judges.offline.correctness import judge_correctness
-from judges.offline.relevancy import judge_relevancy
-from judges.offline.replies import reply
-from judges.offline.rubric import judge_rubric
-from judges.offline.verify import verify_claims
+from judges.heuristics.claims import extract_claims
+from judges.heuristics.correctness import judge_correctness
+from judges.heuristics.relevancy import judge_relevancy
+from judges.heuristics.replies import reply
+from judges.heuristics.rubric import judge_rubric
+from judges.heuristics.verify import verify_claims
 
 __all__ = ["extract_claims", "judge_correctness", "judge_relevancy", "judge_rubric", "reply", "verify_claims"]

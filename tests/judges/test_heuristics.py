@@ -1,4 +1,4 @@
-"""The offline judge (judges.offline): claims, verification, relevancy, rubric, correctness, reply texts."""
+"""The offline judge (judges.heuristics): claims, verification, relevancy, rubric, correctness, reply texts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from judges.offline import (
+from judges.heuristics import (
     extract_claims,
     judge_correctness,
     judge_relevancy,
@@ -424,7 +424,7 @@ def test_reply_correctness_puts_the_score_alone_on_the_first_line():
     "prompt_name", ["claim_extraction", "claim_verification", "relevancy", "rubric", "correctness"]
 )
 def test_reply_reads_back_through_the_shared_parser(prompt_name):
-    from judges.parsing import parse_reply
+    from judges.reply_parsing import parse_reply
 
     fields = sample_fields()[prompt_name]
 
@@ -456,7 +456,7 @@ def test_reply_rejects_an_unknown_prompt():
 _ALL_REPLIES_SCRIPT = """
 import json
 from pathlib import Path
-from judges.offline import extract_claims, reply
+from judges.heuristics import extract_claims, reply
 from judges.types import Context
 out = []
 for line in Path("datasets/demo/stip-governance.jsonl").read_text().splitlines():

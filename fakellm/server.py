@@ -1,6 +1,6 @@
 """A fake LLM server speaking the OpenAI and Anthropic HTTP APIs, for tests and benchmarks.
 
-    python -m judges.fakellm --port 8765 [--host 127.0.0.1] [--latency-ms 200] [--jitter-ms 50]
+    python -m fakellm --port 8765 [--host 127.0.0.1] [--latency-ms 200] [--jitter-ms 50]
         [--error-rate 0.05] [--rpm N] [--script FILE] [--seed S] [--api-key KEY] [--reject-json-mode]
 
 Endpoints:
@@ -12,7 +12,7 @@ Endpoints:
     POST /script                replace the script with the JSON list of rows in the body
 
 Replies: the first script row whose `match` regex finds the concatenated messages (system + user);
-else the offline judge's answer (`judges.prompts.read_fields` -> `judges.offline.reply`), so
+else the offline judge's answer (`judges.prompts.read_fields` -> `judges.heuristics.reply`), so
 results look real; else, for a prompt it cannot read, a short generic reply.
 
 Script (`--script FILE`, JSON lines): `{"match": regex, "reply": text}` with optional
@@ -31,29 +31,37 @@ connection, HTTP/1.1 keep-alive) sustains hundreds of concurrent slow requests.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import random
 import re
-import signal
 import sys
 import threading
 import time
-import uuid
 from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fakellm.wire import (
+    anthropic_message,
+    count_tokens,
+    default_reply,
+    error_body,
+    malformed,
+    messages,
+    openai_completion,
+    presented_key,
+    unauthorized_message,
+    wants_json,
+)
+
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
 RPM_WINDOW_SECONDS = 60.0
 RECENT_REQUESTS = 10_000
 RECENT_BODIES = 100
-GENERIC_REPLY = "This is a generic reply from the fake LLM server: it could not read the prompt."
-PROSE_REPLY = "I'm sorry, I can't help with that request."  # no digits, no yes/no: unreadable for every contract
 ANTHROPIC_API_VERSION_WITHOUT_SAMPLING = "2026-10-21"
 
 
@@ -174,13 +182,13 @@ class FakeLLM:
         api = "openai" if path == OPENAI_PATH else "anthropic"
         try:
             body = json.loads(raw or b"{}")
-            system, user = _messages(api, body)
+            system, user = messages(api, body)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             return self._error(api, 400, "bad_request", f"Could not parse the request body: {exc}")
         with self._lock:
             self._bodies.append(body)
-        if self.api_key is not None and _presented_key(headers) != self.api_key:
-            return self._error(api, 401, "unauthorized", _unauthorized_message(api, _presented_key(headers)))
+        if self.api_key is not None and presented_key(headers) != self.api_key:
+            return self._error(api, 401, "unauthorized", unauthorized_message(api, presented_key(headers)))
         if api == "anthropic" and headers.get("anthropic-version") == ANTHROPIC_API_VERSION_WITHOUT_SAMPLING:
             for name in ("temperature", "top_p", "top_k"):
                 if name in body:
@@ -204,25 +212,25 @@ class FakeLLM:
         if row is not None and row.reply is not None:
             text = row.reply
         else:
-            text = _default_reply(system, user, wants_json=_wants_json(body))
+            text = default_reply(system, user, wants_json=wants_json(body))
             if row is None and self.error_rate and self._roll() < self.error_rate:
                 if self._roll() < 0.5:
                     return self._error(api, 500, "server_error", "The server had an error processing your request.")
                 self._count_error("malformed")
-                text = _malformed(text, self._roll())
+                text = malformed(text, self._roll())
 
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
         truncated = bool(max_tokens) and len(text) > max_tokens * 4
         if truncated:
             text = text[: max_tokens * 4]
-        tokens_in, tokens_out = _count_tokens(prompt_text), _count_tokens(text)
+        tokens_in, tokens_out = count_tokens(prompt_text), count_tokens(text)
         with self._lock:
             self._tokens_in += tokens_in
             self._tokens_out += tokens_out
         model = body.get("model", "fake-model")
         if api == "openai":
-            return Answer(200, _openai_completion(model, text, tokens_in, tokens_out, truncated), {})
-        return Answer(200, _anthropic_message(model, text, tokens_in, tokens_out, truncated), {})
+            return Answer(200, openai_completion(model, text, tokens_in, tokens_out, truncated), {})
+        return Answer(200, anthropic_message(model, text, tokens_in, tokens_out, truncated), {})
 
     def _rate_limited(self) -> float | None:
         """None if the request fits in --rpm, else seconds until it would."""
@@ -262,132 +270,7 @@ class FakeLLM:
         headers = {}
         if retry_after is not None:
             headers["Retry-After"] = str(max(1, math.ceil(retry_after)) if retry_after >= 1 else retry_after)
-        return Answer(status, _error_body(api, status, message), headers)
-
-
-# --- wire formats ----------------------------------------------------------------------------------
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(block.get("text", "") for block in content or [] if isinstance(block, dict))
-
-
-def _messages(api: str, body: dict[str, Any]) -> tuple[str, str]:
-    """(system, user) text of a chat request of either API."""
-    messages = body["messages"]
-    system = [_text(body.get("system"))] if api == "anthropic" else []
-    system += [_text(m["content"]) for m in messages if m["role"] in ("system", "developer")]
-    user = [_text(m["content"]) for m in messages if m["role"] not in ("system", "developer")]
-    return "\n".join(s for s in system if s), "\n".join(user)
-
-
-def _wants_json(body: dict[str, Any]) -> bool:
-    return (body.get("response_format") or {}).get("type") in ("json_object", "json_schema")
-
-
-def _presented_key(headers: Any) -> str:
-    authorization = headers.get("Authorization") or ""
-    if authorization.lower().startswith("bearer "):
-        return authorization[7:].strip()
-    return headers.get("x-api-key") or ""
-
-
-def _unauthorized_message(api: str, key: str) -> str:
-    if api == "anthropic":
-        return "invalid x-api-key"
-    masked = f"{key[:3]}***{key[-4:]}" if len(key) > 8 else "***"
-    return f"Incorrect API key provided: {masked}. You can find your API key at https://platform.openai.com/account/api-keys."
-
-
-def _default_reply(system: str, user: str, *, wants_json: bool) -> str:
-    try:
-        from judges import offline, prompts
-
-        name, fields = prompts.read_fields(system, user)
-        return offline.reply(name, fields)
-    except Exception:  # a foreign prompt (ValueError) or the prompt modules unavailable: a generic answer
-        return json.dumps({"reply": GENERIC_REPLY}) if wants_json else GENERIC_REPLY
-
-
-def _malformed(text: str, roll: float) -> str:
-    if text.lstrip().startswith(("{", "[")) and roll < 0.5:
-        return text[: max(1, len(text) // 2)]  # cut mid-JSON, as a reply stopped by a dropped connection
-    return PROSE_REPLY
-
-
-def _count_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
-def _openai_completion(model: str, text: str, tokens_in: int, tokens_out: int, truncated: bool) -> dict[str, Any]:
-    return {
-        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None, "annotations": []},
-                "logprobs": None,
-                "finish_reason": "length" if truncated else "stop",
-            }
-        ],
-        "usage": {
-            "prompt_tokens": tokens_in,
-            "completion_tokens": tokens_out,
-            "total_tokens": tokens_in + tokens_out,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
-        },
-        "service_tier": "default",
-        "system_fingerprint": "fp_fakellm",
-    }
-
-
-def _anthropic_message(model: str, text: str, tokens_in: int, tokens_out: int, truncated: bool) -> dict[str, Any]:
-    return {
-        "id": f"msg_{uuid.uuid4().hex[:24]}",
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "max_tokens" if truncated else "end_turn",
-        "stop_sequence": None,
-        "usage": {
-            "input_tokens": tokens_in,
-            "output_tokens": tokens_out,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "service_tier": "standard",
-        },
-    }
-
-
-_OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 429: "requests"}
-_ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
-
-
-def _error_body(api: str, status: int, message: str) -> dict[str, Any]:
-    if api == "openai":
-        error_type = _OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-        code = {401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status)
-        return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
-    error_type = _ANTHROPIC_ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
-    return {
-        "type": "error",
-        "error": {"type": error_type, "message": message},
-        "request_id": f"req_{uuid.uuid4().hex[:24]}",
-    }
+        return Answer(status, error_body(api, status, message), headers)
 
 
 # --- HTTP ------------------------------------------------------------------------------------------
@@ -470,47 +353,3 @@ def serve(*, host: str = "127.0.0.1", port: int = 0, **options: Any) -> FakeServ
     server = FakeServer((host, port), FakeLLM(**options))
     threading.Thread(target=server.serve_forever, name="fakellm", daemon=True).start()
     return server
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m judges.fakellm", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765, help="0: any free port (the URL printed says which)")
-    parser.add_argument("--latency-ms", type=float, default=200)
-    parser.add_argument("--jitter-ms", type=float, default=50)
-    parser.add_argument(
-        "--error-rate", type=float, default=0.0, help="share of requests answered with a 500 or a malformed reply"
-    )
-    parser.add_argument("--rpm", type=int, default=None, help="answer 429 past this many requests a minute")
-    parser.add_argument("--script", help="JSON lines of {match, reply[, status, retry_after, times, delay_ms]}")
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--api-key", default=None, help="require this key (else any key is accepted)")
-    parser.add_argument("--reject-json-mode", action="store_true", help="answer 400 to OpenAI JSON mode")
-    args = parser.parse_args(argv)
-    if not 0 <= args.error_rate <= 1:
-        parser.error("--error-rate must be between 0 and 1")
-    server = FakeServer(
-        (args.host, args.port),
-        FakeLLM(
-            latency_ms=args.latency_ms,
-            jitter_ms=args.jitter_ms,
-            error_rate=args.error_rate,
-            rpm=args.rpm,
-            script=load_script(args.script) if args.script else (),
-            seed=args.seed,
-            api_key=args.api_key,
-            reject_json_mode=args.reject_json_mode,
-        ),
-    )
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"fakellm listening on {server.url}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-
-
-if __name__ == "__main__":
-    main()

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from judges.offline.text import split_sentences
-from judges.offline.words import word_set
+from judges.heuristics.text import split_sentences
+from judges.heuristics.words import word_set
 
 CITATION_RE = re.compile(r"\s*\[\s*[\w.:/-]+(?:\s*[,;]\s*[\w.:/-]+)*\s*\](?!\()")
 MIN_CLAIM_WORDS = 3
