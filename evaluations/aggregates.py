@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaluations.metrics.base import MetricOutcome
+from evaluations.models import ItemStatus
 
-DONE = "done"
-ERROR = "error"
-OVERALL = "overall"
+OVERALL = "overall"  # the item overall's key beside the metrics' names
 _DIGITS = 6
 
 
@@ -113,7 +112,7 @@ def mean_overall(overalls: Sequence[float | None]) -> float | None:
 def _stats_by_metric(items: Sequence[ItemSummary], metrics: Sequence[str]) -> dict[str, dict[str, Any]]:
     stats = {}
     for name in metrics:
-        done = [item for item in items if item.status == DONE]
+        done = [item for item in items if item.status == ItemStatus.DONE]
         scores = [item.results[name] for item in done if name in item.results]
         missing = len(done) - len(scores)  # a finished item without this metric's row: not applicable
         stats[name] = metric_stats(scores, errored=_errored(items), skipped=missing)
@@ -121,18 +120,18 @@ def _stats_by_metric(items: Sequence[ItemSummary], metrics: Sequence[str]) -> di
 
 
 def _overall_stats(items: Sequence[ItemSummary]) -> dict[str, Any]:
-    scores = [MetricScore(score=item.overall) for item in items if item.status == DONE]
+    scores = [MetricScore(score=item.overall) for item in items if item.status == ItemStatus.DONE]
     return metric_stats(scores, errored=_errored(items))
 
 
 def _item_counts(items: Sequence[ItemSummary]) -> dict[str, int]:
-    done = sum(1 for item in items if item.status == DONE)
+    done = sum(1 for item in items if item.status == ItemStatus.DONE)
     errored = _errored(items)
     return {"total": len(items), "done": done, "errored": errored, "unfinished": len(items) - done - errored}
 
 
 def _errored(items: Sequence[ItemSummary]) -> int:
-    return sum(1 for item in items if item.status == ERROR)
+    return sum(1 for item in items if item.status == ItemStatus.ERROR)
 
 
 def _round(value: float) -> float:

@@ -49,6 +49,11 @@ def run_progress(run_id: int) -> RunProgress | None:
     return RunProgress(**row) if row else None
 
 
+def run_status(run_id: int) -> str | None:
+    """The run's status, None when the run is gone."""
+    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+
+
 def run_item_counts(run_id: int) -> dict[str, int]:
     """Items per status, every status present (0 when none)."""
     counts = dict.fromkeys(ItemStatus.values, 0)

@@ -16,7 +16,7 @@ run engine records the item as an error, never as a score.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from evaluations.metrics.base import ItemInput, Metric, MetricContext, MetricOutcome
@@ -53,15 +53,20 @@ def evaluate_item(item: ItemInput, metric_names: Sequence[str], ctx: MetricConte
 
 def execution_order(metric_names: Sequence[str]) -> list[str]:
     """The names without repeats, citation_audit (added if needed) just before rubric; ValueError on an unknown name."""
-    unknown = [name for name in metric_names if name not in REGISTRY]
-    if unknown:
-        raise ValueError(f"unknown metrics: {', '.join(unknown)} (known: {', '.join(METRIC_NAMES)})")
+    require_known(metric_names)
     names = list(dict.fromkeys(metric_names))
     if "rubric" in names:
         if "citation_audit" in names:
             names.remove("citation_audit")
         names.insert(names.index("rubric"), "citation_audit")
     return names
+
+
+def require_known(metric_names: Iterable[str]) -> None:
+    """ValueError naming `metrics` and the unknown names, when any name is not a registered metric."""
+    unknown = [name for name in metric_names if name not in REGISTRY]
+    if unknown:
+        raise ValueError(f"metrics: unknown metric {', '.join(unknown)} (known: {', '.join(METRIC_NAMES)})")
 
 
 def has_overall(metric_names: Collection[str]) -> bool:

@@ -44,6 +44,11 @@ class MetricOutcome:
     claims: list[ClaimRecord] = field(default_factory=list)
 
 
+def scored_outcome(metric: str, score: float, threshold: float, **fields: Any) -> MetricOutcome:
+    """A metric's outcome that passes when its score reaches the threshold (the common rule)."""
+    return MetricOutcome(metric=metric, score=score, passed=score >= threshold, threshold=threshold, **fields)
+
+
 # prompt name, fields -> parsed reply; raises judges.types.JudgeError when the call fails for good.
 JudgeFn = Callable[[str, dict[str, Any]], JudgeResult]
 

@@ -11,7 +11,7 @@ Steps:
 
 from __future__ import annotations
 
-from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions
+from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions, scored_outcome
 from judges.types import Correctness
 
 NO_REFERENCE = "no reference answer"
@@ -35,11 +35,10 @@ class CorrectnessMetric:
         )
         verdict: Correctness = result.value  # type: ignore[assignment]
         score = float(verdict.score)
-        return MetricOutcome(
-            metric=self.name,
-            score=score,
-            passed=score >= threshold,
-            threshold=threshold,
+        return scored_outcome(
+            self.name,
+            score,
+            threshold,
             feedback=verdict.justification,
             details={"normalized": normalized_correctness(score)},
             raw_value=verdict.score,

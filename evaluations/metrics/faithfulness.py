@@ -25,7 +25,15 @@ from typing import Any
 
 from django.db import connections
 
-from evaluations.metrics.base import ClaimRecord, ItemInput, JudgeFn, MetricContext, MetricOutcome, prompt_versions
+from evaluations.metrics.base import (
+    ClaimRecord,
+    ItemInput,
+    JudgeFn,
+    MetricContext,
+    MetricOutcome,
+    prompt_versions,
+    scored_outcome,
+)
 from judges.types import (
     NOT_ENOUGH_INFO,
     PARTIALLY_SUPPORTED,
@@ -82,11 +90,10 @@ class FaithfulnessMetric:
         labels = [verdict.verdict for verdict in verdicts]
         score = faithfulness_score(labels, len(claims), partial_weight)
         threshold = ctx.settings["thresholds"]["faithfulness"]
-        return MetricOutcome(
-            metric=self.name,
-            score=score,
-            passed=score >= threshold,
-            threshold=threshold,
+        return scored_outcome(
+            self.name,
+            score,
+            threshold,
             feedback=_feedback(labels, len(claims)),
             details=faithfulness_details(labels, len(claims), partial_weight) | {"verification": verification},
             raw_value={"claims": claims, "verdicts": labels},

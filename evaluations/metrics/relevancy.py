@@ -9,7 +9,7 @@ Steps:
 
 from __future__ import annotations
 
-from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions
+from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions, scored_outcome
 from judges.types import Relevancy
 
 
@@ -28,11 +28,10 @@ class RelevancyMetric:
         verdict: Relevancy = result.value  # type: ignore[assignment]
         score = relevancy_score(verdict.passing)
         threshold = ctx.settings["thresholds"]["relevancy"]
-        return MetricOutcome(
-            metric=self.name,
-            score=score,
-            passed=score >= threshold,
-            threshold=threshold,
+        return scored_outcome(
+            self.name,
+            score,
+            threshold,
             feedback=verdict.feedback,
             details={"verdict": "YES" if verdict.passing else "NO"},
             raw_value="YES" if verdict.passing else "NO",

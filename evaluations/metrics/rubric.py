@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions
+from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions, scored_outcome
 from evaluations.metrics.citation_audit import CitationAudit, audit_item
 from judges.types import RubricScores
 
@@ -123,11 +123,10 @@ class RubricMetric:
         overall = weighted_overall(values, weights)
         threshold = ctx.settings["thresholds"]["rubric"]
         suggestions = list(reply.improvement_suggestions)
-        return MetricOutcome(
-            metric=self.name,
-            score=overall,
-            passed=overall >= threshold,
-            threshold=threshold,
+        return scored_outcome(
+            self.name,
+            overall,
+            threshold,
             feedback="\n".join(suggestions),
             details={
                 "scores": values,

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from evaluations.engine import ItemOutcome, item_execute
 from evaluations.models import ItemStatus, Run, RunStatus
-from evaluations.selectors import run_active_statuses, run_pending_item_ids
+from evaluations.selectors import run_active_statuses, run_pending_item_ids, run_status
 from evaluations.services.reaper import items_reclaim_expired
 from evaluations.services.runs import (
     HANDLED_OUTCOMES,
@@ -49,7 +49,7 @@ def run_execute_in_process(
     try:
         run_start(run_id=run.pk)
         while True:
-            item_ids = run_pending_item_ids(run.pk) if _status(run.pk) == RunStatus.RUNNING else []
+            item_ids = run_pending_item_ids(run.pk) if run_status(run.pk) == RunStatus.RUNNING else []
             if item_ids:
                 outcomes = _run_pool(item_ids, workers, heartbeat)
                 if outcomes.total() == outcomes[ItemOutcome.SKIPPED]:
