@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.db.models import F, Func, IntegerField, Max, OuterRef, QuerySet, Subquery
@@ -41,3 +42,39 @@ def version_examples(version: DatasetVersion) -> QuerySet[Example]:
         .annotate(context_count=JSONArrayLength(F("contexts")))
         .order_by("position")
     )
+
+
+class DatasetVersionNotFound(ValueError):
+    """`NAME[@V]` names no dataset version; the message says what exists."""
+
+
+def dataset_version_by_spec(spec: str) -> DatasetVersion:
+    """The version `NAME@V` names, or NAME's latest; DatasetVersionNotFound saying what exists otherwise."""
+    name, _, number = spec.rpartition("@") if "@" in spec else (spec, "", "")
+    dataset = Dataset.objects.filter(name=name).first()
+    if dataset is None:
+        known = ", ".join(Dataset.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
+        raise DatasetVersionNotFound(f"unknown dataset {name!r} (known: {known})")
+    if not number:
+        version = dataset.latest_version()
+        if version is None:
+            raise DatasetVersionNotFound(f"dataset {name!r} has no version")
+        return version
+    if not number.isdigit():
+        raise DatasetVersionNotFound(f"version {number!r} is not a number (use NAME@3)")
+    version = dataset.versions.filter(number=int(number)).first()
+    if version is None:
+        versions = dataset.versions.order_by("number").values_list("number", flat=True)
+        raise DatasetVersionNotFound(
+            f"unknown version {number} of {name!r} (versions: {', '.join(map(str, versions))})"
+        )
+    return version
+
+
+def version_example_count(version_id: int) -> int:
+    return Example.objects.filter(version_id=version_id).count()
+
+
+def version_example_ids(version_id: int) -> Iterator[int]:
+    """The version's example ids in file order (streamed: a run creates one item per id)."""
+    return iter(Example.objects.filter(version_id=version_id).order_by("position").values_list("id", flat=True))

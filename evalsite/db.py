@@ -1,11 +1,64 @@
-"""Raw inserts for the hot paths (judge calls, item results): bulk_create's semantics without its compilation."""
+"""The SQL helpers every app's hand-written statements share: identifier quoting, value converters,
+the raw multi-row insert, and the SQLite version check.
+
+Hand-written SQL lives in one module per app (`datasets/sql.py`, `evaluations/sql.py`,
+`judges/sql.py`): the statements that run for every item or judge call, where the ORM's query
+compilation cost more CPU than the database spent running them (bench/throughput.py).
+"""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
+from decimal import Decimal
 from functools import cache
+from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection, models
+
+# RETURNING (the claim, the feed, insert_rows with ids) arrived in SQLite 3.35.
+SQLITE_MIN_VERSION = (3, 35, 0)
+
+
+def quote(name: str) -> str:
+    """A table or column name quoted for the current backend."""
+    return connection.ops.quote_name(name)
+
+
+def table(model: type[models.Model]) -> str:
+    return quote(model._meta.db_table)
+
+
+def column(model: type[models.Model], field_name: str) -> str:
+    return quote(model._meta.get_field(field_name).column)
+
+
+def to_db(value: Any) -> Any:
+    """Datetimes and decimals as the backend stores them (SQLite: UTC text without offset)."""
+    if isinstance(value, datetime):
+        return connection.ops.adapt_datetimefield_value(value)
+    if isinstance(value, Decimal):
+        return connection.ops.adapt_decimalfield_value(value)
+    return value
+
+
+def from_db(field: models.Field, value: Any) -> Any:
+    """A raw column value as the model field holds it (JSON columns arrive as text on SQLite)."""
+    convert = getattr(field, "from_db_value", None)
+    return convert(value, None, connection) if convert is not None else value
+
+
+def check_sqlite_version(engine: str, version: tuple[int, ...] = sqlite3.sqlite_version_info) -> None:
+    """ImproperlyConfigured at start-up when the database is SQLite older than SQLITE_MIN_VERSION."""
+    if "sqlite" in engine and tuple(version) < SQLITE_MIN_VERSION:
+        found = ".".join(map(str, version))
+        needed = ".".join(map(str, SQLITE_MIN_VERSION))
+        raise ImproperlyConfigured(
+            f"DATABASE_URL: SQLite {found} is too old; evalsite needs SQLite >= {needed} (UPDATE ... RETURNING). "
+            "Upgrade SQLite (or Python's sqlite3) or use PostgreSQL."
+        )
 
 
 @cache
@@ -26,12 +79,12 @@ def insert_rows(rows: Sequence[models.Model], *, return_ids: bool = False) -> No
     fields = _insert_fields(model)
     placeholder = "(" + ", ".join(["%s"] * len(fields)) + ")"
     sql = (
-        f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} "
-        f"({', '.join(connection.ops.quote_name(field.column) for field in fields)}) "
+        f"INSERT INTO {table(model)} "
+        f"({', '.join(quote(field.column) for field in fields)}) "
         f"VALUES {', '.join([placeholder] * len(rows))}"
     )
     if return_ids:
-        sql += f" RETURNING {connection.ops.quote_name(model._meta.pk.column)}"
+        sql += f" RETURNING {quote(model._meta.pk.column)}"
     params = [field.get_db_prep_save(field.pre_save(row, True), connection) for row in rows for field in fields]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

@@ -23,29 +23,26 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from decimal import Decimal
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from datasets.models import Example
 from evalsite.db import insert_rows
+from evaluations import sql
 from evaluations.aggregates import combine_samples, mean_overall
+from evaluations.item_judge import ItemJudge, JudgeUsage, LeaseLost, note_running
 from evaluations.metrics import REGISTRY, evaluate_item
 from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome
-from evaluations.models import Claim, ItemStatus, MetricResult, Run, RunItem, RunStatus
-from judges import gateway
+from evaluations.models import Claim, ItemStatus, MetricResult, Run
 from judges.models import JudgeConfig
-from judges.types import Context, JudgeCancelled, JudgeError, JudgeResult
+from judges.types import Context, JudgeError
 
 logger = logging.getLogger(__name__)
 
-# How stale the "is the run being cancelled?" answer may be: one status query per run per
-# process every this many seconds, shared by all threads, instead of one per judge call.
-STOP_CHECK_SECONDS = 0.5
 # How long a process reuses a run's metrics, settings and judge config before reloading them.
 RUN_CONTEXT_SECONDS = 5.0
 _MAX_ERROR_LENGTH = 2000
@@ -65,117 +62,6 @@ class ItemOutcome(enum.StrEnum):
 class ItemExecution:
     outcome: ItemOutcome
     run_id: int | None = None
-
-
-class LeaseLost(JudgeCancelled):
-    """The item's lease expired and the reaper (or another execution) took it over: stop its judge calls.
-
-    A JudgeCancelled, so it leaves the gateway and the rate limiter as a cancel does.
-    """
-
-
-# --- Is the run being cancelled? -----------------------------------------------------------
-
-_stop_cache: dict[int, tuple[float, bool]] = {}
-_stop_lock = threading.Lock()
-
-
-def run_should_stop(run_id: int) -> bool:
-    """True once the run is no longer running (cancelling, cancelled, deleted); cached for STOP_CHECK_SECONDS."""
-    with _stop_lock:
-        checked = _stop_cache.get(run_id)
-        now = time.monotonic()
-        if checked is not None and now - checked[0] < STOP_CHECK_SECONDS:
-            return checked[1]
-        status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
-        stop = status != RunStatus.RUNNING
-        if len(_stop_cache) > _CACHE_PRUNE_SIZE:
-            _stop_cache.clear()
-        _stop_cache[run_id] = (now, stop)
-        return stop
-
-
-def _note_running(run_id: int) -> None:
-    """A claim just saw the run running: don't let an older cached 'stop' cancel this item."""
-    with _stop_lock:
-        _stop_cache[run_id] = (time.monotonic(), False)
-
-
-# --- Judge binding ---------------------------------------------------------------------------
-
-
-@dataclass
-class JudgeUsage:
-    calls: int = 0  # sent to the provider
-    cache_hits: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost: Decimal = Decimal(0)
-
-    def add(self, result: JudgeResult) -> None:
-        if result.cached:
-            self.cache_hits += 1
-            return
-        self.calls += 1
-        self.input_tokens += result.input_tokens
-        self.output_tokens += result.output_tokens
-        self.cost += Decimal(str(result.cost))
-
-
-class ItemJudge:
-    """`MetricContext.judge` for one claimed item: gateway call + accounting + lease renewal.
-
-    Thread-safe: a metric may verify claims concurrently.
-    """
-
-    def __init__(self, *, item_id: int, attempt: int, run_id: int, config: JudgeConfig, lease_seconds: float) -> None:
-        self.item_id = item_id
-        self.attempt = attempt
-        self.run_id = run_id
-        self.config = config
-        self.lease_seconds = lease_seconds
-        self.usage = JudgeUsage()
-        self.cancelled = False
-        self._lock = threading.Lock()
-        self._renew_at = time.monotonic() + lease_seconds / 3
-
-    def bound(self, sample: int):  # -> JudgeFn
-        def judge(prompt_name: str, fields: dict[str, Any]) -> JudgeResult:
-            self._renew_lease_if_due()
-            try:
-                result = gateway.judge(
-                    self.config,
-                    prompt_name,
-                    fields,
-                    sample=sample,
-                    run_id=self.run_id,
-                    should_stop=self.should_stop,
-                )
-            except JudgeCancelled:
-                self.cancelled = True
-                raise
-            with self._lock:
-                self.usage.add(result)
-            return result
-
-        return judge
-
-    def should_stop(self) -> bool:
-        """Asked by the gateway before each attempt and while it waits (rate limits, backoff): the lease is
-        renewed here too, so an item waiting minutes for a slot is not taken for dead."""
-        self._renew_lease_if_due()
-        return run_should_stop(self.run_id)
-
-    def _renew_lease_if_due(self) -> None:
-        with self._lock:
-            if time.monotonic() < self._renew_at:
-                return
-            self._renew_at = time.monotonic() + self.lease_seconds / 3
-            renewed = RunItem.objects.filter(pk=self.item_id, status=ItemStatus.RUNNING, attempts=self.attempt).update(
-                lease_expires_at=timezone.now() + timedelta(seconds=self.lease_seconds)
-            )
-        if not renewed:
-            raise LeaseLost(f"item {self.item_id}: lease of attempt {self.attempt} taken over")
 
 
 # --- The pipeline ----------------------------------------------------------------------------
@@ -221,7 +107,7 @@ def item_execute(item_id: int) -> ItemExecution:
     claimed = _claim(item_id, lease_seconds)
     if claimed is None:
         return ItemExecution(ItemOutcome.SKIPPED)
-    _note_running(claimed.run_id)
+    note_running(claimed.run_id)
     context = run_context(claimed.run_id)
     judge = ItemJudge(
         item_id=item_id,
@@ -283,73 +169,22 @@ def item_input_from_example(example: Example) -> ItemInput:
     )
 
 
-# The statements below run for every item. They are plain SQL (PostgreSQL and SQLite ≥ 3.35
-# alike) because the ORM's query compilation cost 1–3 ms of CPU each, against ~0.3 ms raw: at
-# hundreds of items a second that was a third of a worker's CPU (bench/throughput.py).
-_ITEMS = RunItem._meta.db_table
-_RUNS = Run._meta.db_table
-
-_EXAMPLES = Example._meta.db_table
-# What item_input_from_example reads of an example: the claim returns these columns.
-_EXAMPLE_FIELDS = [
-    Example._meta.get_field(name)
-    for name in ("query", "response", "contexts", "reference_answer", "expected_context_ids", "retrieved_ids")
-]
-_EXAMPLE_COLUMNS = ", ".join(
-    f"(SELECT {field.column} FROM {_EXAMPLES} WHERE {_EXAMPLES}.id = {_ITEMS}.example_id)" for field in _EXAMPLE_FIELDS
-)
-_CLAIM_SQL = f"""
-    UPDATE {_ITEMS} SET status = %s, attempts = attempts + 1, lease_expires_at = %s, started_at = %s, error = ''
-    WHERE id = %s AND status = %s
-      AND EXISTS (SELECT 1 FROM {_RUNS} WHERE {_RUNS}.id = {_ITEMS}.run_id AND {_RUNS}.status = %s)
-    RETURNING run_id, attempts, {_EXAMPLE_COLUMNS}
-"""
-
-
 def _claim(item_id: int, lease_seconds: float) -> ClaimedItem | None:
     """pending → running with a lease, only while the run is running; None if this execution did not get it.
 
-    The same statement returns the example's fields the metrics read (scalar subqueries: SQLite's
-    RETURNING cannot name an UPDATE ... FROM table), saving a query and an ORM fetch per item.
-    The status condition is on the updated row itself, so PostgreSQL re-checks it after waiting
-    for a concurrent claim's row lock: of two deliveries exactly one wins.
+    One statement (evaluations/sql.py) that also returns the example's fields the metrics read.
     """
     now = timezone.now()
-    lease_until = now + timedelta(seconds=lease_seconds)
-    params = [
-        ItemStatus.RUNNING,
-        _sql_value(lease_until),
-        _sql_value(now),
-        item_id,
-        ItemStatus.PENDING,
-        RunStatus.RUNNING,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(_CLAIM_SQL, params)
-        row = cursor.fetchone()
-    if row is None:
+    claimed = sql.item_claim(item_id, now=now, lease_until=now + timedelta(seconds=lease_seconds))
+    if claimed is None:
         return None
-    run_id, attempt, *values = row
-    example = Example(
-        **{field.attname: _from_db(field, value) for field, value in zip(_EXAMPLE_FIELDS, values, strict=True)}
-    )
+    run_id, attempt, example = claimed
     return ClaimedItem(item_id, run_id, attempt, example)
-
-
-def _from_db(field: Any, value: Any) -> Any:
-    """A raw column value as the model field holds it (JSON columns arrive as text on SQLite)."""
-    convert = getattr(field, "from_db_value", None)
-    return convert(value, None, connection) if convert is not None else value
 
 
 def _finish_item(claimed: ClaimedItem, **values: Any) -> bool:
     """Write the item's final columns if this execution still owns it (running, same attempt)."""
-    columns = ", ".join(f"{connection.ops.quote_name(name)} = %s" for name in values)
-    sql = f"UPDATE {_ITEMS} SET {columns} WHERE id = %s AND status = %s AND attempts = %s"
-    with connection.cursor() as cursor:
-        params = [_sql_value(value) for value in values.values()]
-        cursor.execute(sql, [*params, claimed.item_id, ItemStatus.RUNNING, claimed.attempt])
-        return cursor.rowcount == 1
+    return sql.item_finish(claimed.item_id, claimed.attempt, values)
 
 
 def _complete(
@@ -408,45 +243,18 @@ def _release(claimed: ClaimedItem, judge: ItemJudge) -> ItemOutcome:
     return ItemOutcome.RELEASED if released else ItemOutcome.LOST
 
 
-_COUNTERS = ("items_done", "items_failed", "judge_calls", "cache_hits", "input_tokens", "output_tokens", "cost")
-_BUMP_SQL = f"UPDATE {_RUNS} SET " + ", ".join(f"{name} = {name} + %s" for name in _COUNTERS) + " WHERE id = %s"
-
-
 def _bump_run(run_id: int, usage: JudgeUsage, *, done: int = 0, failed: int = 0) -> None:
-    amounts = [done, failed, usage.calls, usage.cache_hits, usage.input_tokens, usage.output_tokens, usage.cost]
-    if any(amounts):
-        with connection.cursor() as cursor:
-            cursor.execute(_BUMP_SQL, [*map(_sql_value, amounts), run_id])
-
-
-def items_mark_enqueued(run_id: int, count: int) -> list[int]:
-    """Mark the run's next `count` unqueued pending items as queued (only while it is running); their ids.
-
-    SKIP LOCKED (PostgreSQL): concurrent feeders of one run take different items. SQLite runs
-    one write transaction at a time, so the plain UPDATE is enough there.
-    """
-    skip_locked = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
-    sql = f"""
-        UPDATE {_ITEMS} SET enqueued_at = %s WHERE id IN (
-            SELECT id FROM {_ITEMS}
-            WHERE run_id = %s AND status = %s AND enqueued_at IS NULL
-              AND EXISTS (SELECT 1 FROM {_RUNS} WHERE id = %s AND status = %s)
-            ORDER BY id LIMIT %s{skip_locked}
-        ) RETURNING id
-    """
-    params = [_sql_value(timezone.now()), run_id, ItemStatus.PENDING, run_id, RunStatus.RUNNING, count]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return sorted(row[0] for row in cursor.fetchall())
-
-
-def _sql_value(value: Any) -> Any:
-    """Datetimes and decimals as the backend stores them (SQLite: UTC text without offset)."""
-    if isinstance(value, datetime):
-        return connection.ops.adapt_datetimefield_value(value)
-    if isinstance(value, Decimal):
-        return connection.ops.adapt_decimalfield_value(value)
-    return value
+    amounts = {
+        "items_done": done,
+        "items_failed": failed,
+        "judge_calls": usage.calls,
+        "cache_hits": usage.cache_hits,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cost": usage.cost,
+    }
+    if any(amounts.values()):
+        sql.run_counters_add(run_id, amounts)
 
 
 def _metric_result(item_id: int, outcome: MetricOutcome) -> MetricResult:

@@ -1,6 +1,6 @@
 """The one way to ask a judge: cache -> rate limiter -> provider SDK -> parser -> JudgeCall row.
 
-`judge(config, prompt_name, fields, sample=..., run_id=..., should_stop=...)` renders the prompt,
+`judge(config, prompt_name, fields, sample=..., run_id=..., run_item_id=..., should_stop=...)` renders the prompt,
 returns the parsed value of an earlier successful identical call if there is one (cached=True, no
 new spend), else calls the provider, retrying 429/5xx/timeouts/connection errors and unreadable
 replies with exponential backoff and jitter (honouring Retry-After) up to
@@ -8,6 +8,9 @@ settings.JUDGE_MAX_ATTEMPTS attempts, and logs one JudgeCall either way. Final f
 JudgeError (JudgeResponseError when the reply could not be read) with the JudgeCall's id in
 `call_id`. Thread-safe; per call: one cache SELECT, one INSERT, and two Redis round trips when the
 config has limits.
+
+The JudgeCall row names the run and run item whose evaluation made the call (`run_item_id`). A cache
+hit writes no row (it would add an INSERT to every hit): its result's `call_id` is the reused row.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ def judge(
     *,
     sample: int = 0,
     run_id: int | None = None,
+    run_item_id: int | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> JudgeResult:
     """Ask `config`'s judge `prompt_name` about `fields`; `sample` > 0 asks again instead of reusing answer 0."""
@@ -63,9 +67,9 @@ def judge(
     except JudgeCancelled as exc:
         if outcome.sent:  # what was sent is still logged (and paid for)
             outcome.error = exc
-            _record(config, prompt, request, key, run_id, outcome)
+            _record(config, prompt, request, key, (run_id, run_item_id), outcome)
         raise
-    call = _record(config, prompt, request, key, run_id, outcome)
+    call = _record(config, prompt, request, key, (run_id, run_item_id), outcome)
     if outcome.error is not None:
         error_class = JudgeResponseError if isinstance(outcome.error, JudgeResponseError) else JudgeError
         error = error_class(_error_text(config, prompt, outcome))
@@ -251,11 +255,17 @@ def _cached_result(key: str, prompt: RenderedPrompt) -> JudgeResult | None:
 
 
 def _record(
-    config: JudgeConfig, prompt: RenderedPrompt, request: dict, key: str, run_id: int | None, outcome: _Outcome
+    config: JudgeConfig,
+    prompt: RenderedPrompt,
+    request: dict,
+    key: str,
+    made_for: tuple[int | None, int | None],  # (run id, run item id)
+    outcome: _Outcome,
 ) -> JudgeCall:
     return services.judge_call_record(
         config=config,
-        run_id=run_id,
+        run_id=made_for[0],
+        run_item_id=made_for[1],
         cache_key=key,
         prompt_name=prompt.name,
         prompt_version=prompt.version,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from django.db import connection
 from django.db.models import Count, QuerySet, Sum
 
+from judges import sql
 from judges.models import JudgeCall, JudgeConfig
 
 
@@ -18,27 +18,9 @@ def judge_config_get(*, name: str) -> JudgeConfig | None:
     return JudgeConfig.objects.filter(name=name).first()
 
 
-_CACHED_SQL = (
-    f"SELECT id, prompt_version, raw_reply FROM {JudgeCall._meta.db_table} "
-    "WHERE cache_key = %s AND error = '' ORDER BY id LIMIT 1"
-)
-# In the model's field order: Model.from_db fills the deferred fields in that order.
-_CACHED_FIELDS = ["id", "prompt_version", "raw_reply"]
-
-
 def judge_call_cached(*, cache_key: str) -> JudgeCall | None:
-    """The first successful call with this cache key (the gateway's exact-match cache): id, reply and version.
-
-    Plain SQL (one indexed SELECT): it runs for every judge call, and the ORM's query compilation
-    cost several times the query itself (bench/throughput.py). The instance is deferred like
-    `.only("id", "raw_reply", "prompt_version")`.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(_CACHED_SQL, [cache_key])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    return JudgeCall.from_db(connection.alias, _CACHED_FIELDS, row)
+    """The first successful call with this cache key (the gateway's exact-match cache): id, reply and version."""
+    return sql.judge_call_cached(cache_key)
 
 
 def judge_calls_for_run(*, run_id: int) -> QuerySet[JudgeCall]:

@@ -109,6 +109,7 @@ def judge_call_record(
     config: JudgeConfig,
     run_id: int | None,
     cache_key: str,
+    run_item_id: int | None = None,
     prompt_name: str,
     prompt_version: str,
     request: dict,
@@ -126,6 +127,7 @@ def judge_call_record(
     call = JudgeCall(
         config=config,
         run_id=run_id,
+        run_item_id=run_item_id,
         cache_key=cache_key,
         prompt_name=prompt_name,
         prompt_version=prompt_version,

@@ -16,10 +16,11 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from datasets.models import DatasetVersion, Example
+from datasets.models import DatasetVersion
+from datasets.selectors import version_example_count, version_example_ids
 from evaluations.aggregates import run_aggregates
-from evaluations.engine import ItemOutcome, item_execute, items_mark_enqueued
-from evaluations.metrics import METRIC_NAMES, execution_order
+from evaluations.engine import ItemOutcome, item_execute
+from evaluations.metrics import METRIC_NAMES, execution_order, require_known
 from evaluations.metrics.run_settings import resolve_settings
 from evaluations.models import (
     FINISHED_STATUSES,
@@ -35,8 +36,10 @@ from evaluations.selectors import (
     run_in_flight,
     run_item_counts,
     run_item_summaries,
+    run_status,
 )
 from evaluations.services.enqueue import ITEMS_PER_TASK, items_send, run_start_on_commit
+from evaluations.sql import items_mark_enqueued
 from judges.models import JudgeConfig
 
 logger = logging.getLogger(__name__)
@@ -69,9 +72,7 @@ def validate_metrics(metrics: Iterable[str] | str) -> list[str]:
     names = list(dict.fromkeys(name for name in metrics if name))
     if not names:
         raise ValueError(f"metrics: give at least one of {', '.join(METRIC_NAMES)}")
-    unknown = [name for name in names if name not in METRIC_NAMES]
-    if unknown:
-        raise ValueError(f"metrics: unknown metric {', '.join(unknown)} (known: {', '.join(METRIC_NAMES)})")
+    require_known(names)
     return names
 
 
@@ -126,10 +127,9 @@ def run_start(*, run_id: int) -> None:
 
 
 def _create_items(run: Run) -> None:
-    expected = Example.objects.filter(version_id=run.dataset_version_id).count()
+    expected = version_example_count(run.dataset_version_id)
     if RunItem.objects.filter(run_id=run.pk).count() < expected:
-        example_ids = Example.objects.filter(version_id=run.dataset_version_id).order_by("position")
-        example_ids = iter(example_ids.values_list("id", flat=True))
+        example_ids = version_example_ids(run.dataset_version_id)
         while batch := list(islice(example_ids, ITEM_BATCH_SIZE)):
             items = [RunItem(run_id=run.pk, example_id=example_id) for example_id in batch]
             RunItem.objects.bulk_create(items, ignore_conflicts=True)
@@ -181,7 +181,7 @@ def run_finalize_if_idle(*, run_id: int) -> bool:
     active = run_active_statuses(run_id)
     if ItemStatus.RUNNING in active:
         return False
-    status = Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
+    status = run_status(run_id)
     if status == RunStatus.CANCELLING:
         target = RunStatus.CANCELLED
     elif status == RunStatus.RUNNING and not active:

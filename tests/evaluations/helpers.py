@@ -65,7 +65,7 @@ class StubGateway:
         self.started = threading.Event()
         self._lock = threading.Lock()
 
-    def __call__(self, config, prompt_name, fields, *, sample=0, run_id=None, should_stop=None):
+    def __call__(self, config, prompt_name, fields, *, sample=0, run_id=None, run_item_id=None, should_stop=None):
         from judges.types import (
             ClaimVerdict,
             Correctness,
