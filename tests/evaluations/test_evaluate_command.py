@@ -9,7 +9,7 @@ import time
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluations.management.commands.evaluate import parse_fail_under
+from evaluations.gates import parse_fail_under
 from evaluations.models import Run, RunStatus
 from tests.evaluations.helpers import example
 

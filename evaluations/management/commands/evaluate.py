@@ -21,83 +21,26 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from django.conf import settings as django_settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from datasets.models import Dataset, DatasetVersion
-from evaluations.metrics import execution_order, has_overall
+from datasets.models import DatasetVersion
+from datasets.selectors import DatasetVersionNotFound, dataset_version_by_spec
+from evaluations.gates import Bar, BarResult, check_bars, check_bars_apply, parse_fail_under
 from evaluations.metrics.run_settings import resolve_settings
 from evaluations.models import FINISHED_STATUSES, Run, RunStatus
+from evaluations.reports import run_problem, run_report, summary_rows
 from evaluations.selectors import run_progress
 from evaluations.services import executor, runs
 from judges.models import JudgeConfig
 from judges.selectors import judge_config_get, judge_config_list
 
 EXIT_PASSED, EXIT_BAR_FAILED, EXIT_ERROR = 0, 1, 2
-OVERALL = "overall"
 POLL_SECONDS = 0.5
 LOG_PROGRESS_SECONDS = 5.0  # progress lines when stderr is not a terminal (CI logs)
-
-
-@dataclass(frozen=True)
-class Bar:
-    name: str
-    minimum: float
-
-
-@dataclass(frozen=True)
-class BarResult:
-    name: str
-    minimum: float
-    value: float | None
-
-    @property
-    def passed(self) -> bool:
-        return self.value is not None and self.value >= self.minimum
-
-
-def parse_fail_under(text: str) -> list[Bar]:
-    """ "faithfulness=0.8,overall=0.7" → bars; ValueError naming what is wrong."""
-    bars = []
-    for part in (piece.strip() for piece in text.split(",")):
-        if not part:
-            continue
-        name, sep, number = part.partition("=")
-        try:
-            minimum = float(number)
-        except ValueError:
-            minimum = None
-        if not sep or not name.strip() or minimum is None:
-            raise ValueError(f"{part!r} is not METRIC=NUMBER (e.g. faithfulness=0.8,overall=0.7)")
-        bars.append(Bar(name.strip(), minimum))
-    if not bars:
-        raise ValueError("give at least one METRIC=NUMBER")
-    return bars
-
-
-def check_bars(bars: list[Bar], aggregates: dict[str, Any]) -> list[BarResult]:
-    results = []
-    for bar in bars:
-        stats = aggregates.get(OVERALL) if bar.name == OVERALL else aggregates.get("metrics", {}).get(bar.name)
-        results.append(BarResult(bar.name, bar.minimum, (stats or {}).get("mean")))
-    return results
-
-
-def summary_rows(aggregates: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]]:
-    rows = []
-    overall = [OVERALL] if has_overall(metrics) else []
-    for name in [*execution_order(metrics), *overall]:
-        stats = aggregates.get(OVERALL) if name == OVERALL else aggregates.get("metrics", {}).get(name)
-        if stats is None:
-            continue
-        rows.append(
-            {"metric": name} | {key: stats.get(key) for key in ("mean", "pass_rate", "covered", "errored", "skipped")}
-        )
-    return rows
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
@@ -233,26 +176,10 @@ class Command(BaseCommand):
     # --- arguments ---------------------------------------------------------------------------
 
     def _dataset_version(self, spec: str) -> DatasetVersion:
-        name, _, number = spec.rpartition("@") if "@" in spec else (spec, "", "")
-        dataset = Dataset.objects.filter(name=name).first()
-        if dataset is None:
-            known = ", ".join(Dataset.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
-            raise CommandError(f"--dataset: unknown dataset {name!r} (known: {known})", returncode=EXIT_ERROR)
-        versions = list(dataset.versions.order_by("number").values_list("number", flat=True))
-        if not number:
-            version = dataset.latest_version()
-            if version is None:
-                raise CommandError(f"--dataset: dataset {name!r} has no version", returncode=EXIT_ERROR)
-            return version
-        if not number.isdigit():
-            raise CommandError(f"--dataset: version {number!r} is not a number (use NAME@3)", returncode=EXIT_ERROR)
-        version = dataset.versions.filter(number=int(number)).first()
-        if version is None:
-            raise CommandError(
-                f"--dataset: unknown version {number} of {name!r} (versions: {', '.join(map(str, versions))})",
-                returncode=EXIT_ERROR,
-            )
-        return version
+        try:
+            return dataset_version_by_spec(spec)
+        except DatasetVersionNotFound as exc:
+            raise CommandError(f"--dataset: {exc}", returncode=EXIT_ERROR) from None
 
     def _judge(self, name: str) -> JudgeConfig:
         judge = judge_config_get(name=name)
@@ -285,16 +212,9 @@ class Command(BaseCommand):
             return []
         try:
             bars = parse_fail_under(text)
+            check_bars_apply(bars, metrics)
         except ValueError as exc:
             raise CommandError(f"--fail-under: {exc}", returncode=EXIT_ERROR) from None
-        ran = execution_order(metrics)
-        for bar in bars:
-            if bar.name == OVERALL and not has_overall(ran):
-                raise CommandError("--fail-under: overall needs the rubric metric in --metrics", returncode=EXIT_ERROR)
-            if bar.name != OVERALL and bar.name not in ran:
-                raise CommandError(
-                    f"--fail-under: metric {bar.name!r} is not run (--metrics: {', '.join(ran)})", returncode=EXIT_ERROR
-                )
         return bars
 
     # --- following and reporting -------------------------------------------------------------
@@ -329,7 +249,7 @@ class Command(BaseCommand):
         for result in results:
             shown = "no score" if result.value is None else f"{result.value:.3f}"
             self.stdout.write(f"{'PASS' if result.passed else 'FAIL'} {result.name} {shown} (bar {result.minimum:g})")
-        problem = self._run_problem(run, allow_errors=options["allow_errors"])
+        problem = run_problem(run, allow_errors=options["allow_errors"])
         exit_code = EXIT_ERROR if problem else (EXIT_BAR_FAILED if any(not r.passed for r in results) else EXIT_PASSED)
         self._write_json(options["json_path"], run, rows, results, exit_code)
         if problem:
@@ -342,15 +262,6 @@ class Command(BaseCommand):
             )
             raise CommandError(f"fail-under: {failed}", returncode=EXIT_BAR_FAILED)
 
-    @staticmethod
-    def _run_problem(run: Run, *, allow_errors: bool) -> str:
-        if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
-            return f"run {run.pk} {run.status}" + (f": {run.error}" if run.error else "")
-        if run.items_failed and not allow_errors:
-            first = run.items.filter(status="error").order_by("id").values_list("error", flat=True).first()
-            return f"run {run.pk}: {run.items_failed} items in error (first: {first}); --allow-errors to gate anyway"
-        return ""
-
     def _write_json(
         self,
         path: str | None,
@@ -361,26 +272,6 @@ class Command(BaseCommand):
     ) -> None:
         if not path:
             return
-        document = {
-            "run": {
-                "id": run.pk,
-                "name": run.name,
-                "status": run.status,
-                "dataset": str(run.dataset_version),
-                "judge": run.judge_config.name,
-                "metrics": run.metrics,
-                "settings": run.settings,
-                "items_total": run.items_total,
-                "items_done": run.items_done,
-                "items_failed": run.items_failed,
-                "error": run.error,
-            },
-            "summary": rows,
-            "fail_under": [
-                {"metric": r.name, "bar": r.minimum, "value": r.value, "passed": r.passed} for r in results or []
-            ],
-            "exit_code": exit_code,
-            "aggregates": run.aggregates,
-        }
+        document = run_report(run, rows, results or (), exit_code)
         Path(path).write_text(json.dumps(document, indent=2, default=str) + "\n")
         self.stdout.write(f"wrote {path}")

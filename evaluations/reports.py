@@ -1,0 +1,62 @@
+"""A finished run's summary: rows per metric, the problem that fails a gate, the JSON report document.
+
+`manage.py evaluate` prints and writes these; the API and pages can serve the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evaluations.aggregates import OVERALL
+from evaluations.gates import BarResult, stats_of
+from evaluations.metrics import execution_order, has_overall
+from evaluations.models import ItemStatus, Run, RunStatus
+
+SUMMARY_STATS = ("mean", "pass_rate", "covered", "errored", "skipped")
+
+
+def summary_rows(aggregates: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]]:
+    """One row per metric the run computed (in execution order), then overall when the rubric ran."""
+    rows = []
+    overall = [OVERALL] if has_overall(metrics) else []
+    for name in [*execution_order(metrics), *overall]:
+        stats = stats_of(aggregates, name)
+        if stats is not None:
+            rows.append({"metric": name} | {key: stats.get(key) for key in SUMMARY_STATS})
+    return rows
+
+
+def run_problem(run: Run, *, allow_errors: bool) -> str:
+    """Why the run cannot pass a gate whatever its scores ("" when it can): failed, cancelled or items in error."""
+    if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+        return f"run {run.pk} {run.status}" + (f": {run.error}" if run.error else "")
+    if run.items_failed and not allow_errors:
+        first = run.items.filter(status=ItemStatus.ERROR).order_by("id").values_list("error", flat=True).first()
+        return f"run {run.pk}: {run.items_failed} items in error (first: {first}); --allow-errors to gate anyway"
+    return ""
+
+
+def run_report(
+    run: Run, rows: list[dict[str, Any]], results: Sequence[BarResult] = (), exit_code: int = 0
+) -> dict[str, Any]:
+    """The JSON document `evaluate --json` writes: the run, its summary rows, the bars and the aggregates."""
+    return {
+        "run": {
+            "id": run.pk,
+            "name": run.name,
+            "status": run.status,
+            "dataset": str(run.dataset_version),
+            "judge": run.judge_config.name,
+            "metrics": run.metrics,
+            "settings": run.settings,
+            "items_total": run.items_total,
+            "items_done": run.items_done,
+            "items_failed": run.items_failed,
+            "error": run.error,
+        },
+        "summary": rows,
+        "fail_under": [result.as_dict() for result in results],
+        "exit_code": exit_code,
+        "aggregates": run.aggregates,
+    }
