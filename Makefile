@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# Tests run against PostgreSQL and Redis (override to point elsewhere).
+# Tests run against PostgreSQL and Redis (override to point elsewhere), then the `sqlite` subset
+# on the embedded default (a SQLite file and the filesystem broker under var/test-sqlite/).
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/evalsite
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
@@ -22,6 +23,8 @@ run: install
 test: install
 	DEBUG=1 DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL) CELERY_BROKER_URL=$(REDIS_URL) \
 		$(VENV)/bin/pytest -p no:cacheprovider
+	DEBUG=1 EVALSITE_VAR_DIR=$(CURDIR)/var/test-sqlite DATABASE_URL=sqlite:///$(CURDIR)/var/test-sqlite/evalsite.sqlite3 REDIS_URL= \
+		CELERY_BROKER_URL=filesystem://localhost/ $(VENV)/bin/pytest -p no:cacheprovider -m sqlite
 
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -100,6 +100,11 @@ def _database() -> dict:
             "transaction_mode": "IMMEDIATE",
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
+        if config["NAME"] != ":memory:":
+            # The test database is a file beside it, not Django's in-memory default: the engine's
+            # threads and a test's worker processes must all see the same database.
+            name = Path(config["NAME"])
+            config["TEST"] = {"NAME": str(name.with_name(f"test-{name.name}"))}
     return config
 
 

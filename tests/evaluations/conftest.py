@@ -2,7 +2,8 @@
 
 Tests that execute runs are `transaction=True` (`transactional_db`): the engine's threads and
 the worker process use their own database connections and only see committed rows. The
-worker subprocess connects to pytest-django's test database (`test_<name>`).
+worker subprocess connects to pytest-django's test database (`test_<name>`; on SQLite the
+`test-<name>` file beside the database, see settings).
 """
 
 from __future__ import annotations
@@ -120,12 +121,19 @@ def make_fake_judge(transactional_db) -> Callable[..., JudgeConfig]:
 # --- Celery worker ---------------------------------------------------------------------------
 
 
-def worker_env(**extra: str) -> dict[str, str]:
+def test_database_url() -> str:
+    """DATABASE_URL of the test database (pytest-django's), for processes a test starts."""
     database = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{database['NAME']}"
+    return f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
+
+
+def worker_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         DEBUG="1",
-        DATABASE_URL=f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}",
+        DATABASE_URL=test_database_url(),
         CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
         REDIS_URL=settings.REDIS_URL,
         EVALSITE_ITEM_LEASE_SECONDS=str(TEST_LEASE_SECONDS),
@@ -156,8 +164,12 @@ class Worker:
 @pytest.fixture
 def celery_worker(transactional_db, tmp_path) -> Iterator[Callable[..., Worker]]:
     """Start real `celery -A evalsite worker --pool threads` processes against the test database."""
-    assert settings.CELERY_BROKER_URL.startswith("redis://"), "worker tests need CELERY_BROKER_URL=redis://..."
-    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+    if settings.CELERY_BROKER_URL.startswith("filesystem://"):  # the embedded broker: empty its queue folder
+        for message in Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]).iterdir():
+            message.unlink()
+    else:
+        assert settings.CELERY_BROKER_URL.startswith("redis://"), "worker tests need a redis:// or filesystem:// broker"
+        redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
     if settings.REDIS_URL and settings.REDIS_URL != settings.CELERY_BROKER_URL:
         redis.Redis.from_url(settings.REDIS_URL).flushdb()
     workers: list[Worker] = []

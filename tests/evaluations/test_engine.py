@@ -17,7 +17,7 @@ from evaluations.services import executor, overrides, reaper, runs
 from evaluations.tasks import item_process_task
 from tests.evaluations.helpers import example, wait_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sqlite]
 
 ALL_METRICS = ["faithfulness", "relevancy", "rubric", "correctness", "citation_audit", "retrieval"]
 JUDGE_CALLS_PER_ITEM = 5  # claim extraction + verification, relevancy, rubric, correctness
@@ -475,3 +475,22 @@ def test_an_item_waiting_for_a_rate_limit_slot_keeps_its_lease(
     assert waiting.lease_expires_at > claimed_lease and waiting.lease_expires_at > timezone.now() - timedelta(seconds=1)
     assert outcome == [ItemOutcome.DONE]
     assert RunItem.objects.get(pk=item.pk).attempts == 1
+
+
+def test_an_items_judge_calls_are_findable_by_its_run_item_id(make_dataset, offline_judge) -> None:
+    from judges.models import JudgeCall
+
+    # given a running run of two different items, through the real gateway and the offline judge
+    run = started_without_workers(make_dataset(2), offline_judge, metrics=["relevancy", "correctness"])
+    first, second = RunItem.objects.filter(run=run).order_by("id")
+
+    # when both items are executed
+    assert item_execute(first.pk).outcome == ItemOutcome.DONE
+    assert item_execute(second.pk).outcome == ItemOutcome.DONE
+
+    # then each item's JudgeCall rows carry its id (and the run's), one per judge prompt it sent
+    for item in (first, second):
+        calls = JudgeCall.objects.filter(run_item_id=item.pk)
+        assert sorted(calls.values_list("prompt_name", flat=True)) == ["correctness", "relevancy"]
+        assert set(calls.values_list("run_id", flat=True)) == {run.pk}
+    assert not JudgeCall.objects.filter(run_id=run.pk, run_item_id__isnull=True).exists()
