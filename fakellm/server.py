@@ -27,6 +27,9 @@ exempt from the random faults. With `--api-key`, requests must carry that key (e
 
 Prints `fakellm listening on <url>` once ready. A ThreadingHTTPServer (a daemon thread per
 connection, HTTP/1.1 keep-alive) sustains hundreds of concurrent slow requests.
+
+Slightly over ~350 lines on purpose: the FakeLLM behaviour (script, faults, stats) is one state
+machine under one lock; the wire formats live in fakellm/wire.py.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ Tokens: a call reserves `estimate_tokens(prompt) + max_tokens` before it starts 
 the limit holds even if the reply runs to `max_tokens`); when it ends the reservation is replaced by
 the usage the API reported. A reservation larger than the whole `tokens_per_minute` is clamped to
 it (the call then has the minute to itself) rather than waiting forever.
+
+Longer than ~350 lines on purpose: the Redis Lua script and its in-process twin keep the same
+bookkeeping and must change together; one module keeps them side by side.
 """
 
 from __future__ import annotations

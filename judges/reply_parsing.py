@@ -4,6 +4,9 @@ Pure functions. Lenient about form (code fences, prose around JSON, single quote
 commas, a missing final brace, numbers as strings, 0-100 scales, label synonyms); strict about
 content: a reply that cannot be read raises JudgeResponseError saying what was wrong, never a
 default score.
+
+Longer than ~350 lines on purpose: one reader per prompt contract over shared lenient-JSON
+helpers; split apart, the contracts' common leniency rules would drift.
 """
 
 from __future__ import annotations
