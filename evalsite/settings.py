@@ -173,7 +173,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
-# Run engine (evaluations/engine.py, services.py). An item's lease is renewed while its judge
+# Run engine (evaluations/engine.py, evaluations/services/). An item's lease is renewed while its judge
 # calls go on; the reaper (a thread in every worker, every EVALSITE_REAP_INTERVAL_SECONDS; 0 turns
 # it off) puts items whose lease expired back to pending, re-sends tasks queued longer than
 # EVALSITE_REQUEUE_AFTER_SECONDS (lost messages), and gives up on an item after
