@@ -9,9 +9,9 @@
   interval. Undefined (None) when chance agreement is 1 (both raters used one and the same
   label only): then κ is 0/0, and it is reported as undefined, never as a number.
 
-Resampling is vectorised in chunks of about RESAMPLE_CHUNK_VALUES indices: 2,000 resamples of
-10,000 pairs take about 0.17 s on one core with 1 MB chunks (they stay in the CPU cache); 16 MB
-chunks took twice as long.
+Resampling is vectorised in chunks of about RESAMPLE_CHUNK_VALUES indices (2 MB, they stay in
+the CPU cache; 32 MB chunks took twice as long): 2,000 resamples of 10,000 pairs take about
+0.15 s to draw and 0.06 s per compared column on one core.
 """
 
 from __future__ import annotations
@@ -72,29 +72,70 @@ def paired_bootstrap(
     confidence: float = CONFIDENCE,
 ) -> DeltaEstimate:
     """Mean delta (candidate − base) of paired scores with a percentile bootstrap interval."""
-    base_array = np.asarray(base, dtype=float)
-    candidate_array = np.asarray(candidate, dtype=float)
-    if base_array.shape != candidate_array.shape or base_array.ndim != 1:
-        raise ValueError(
-            f"base and candidate must be two equally long lists, got {base_array.shape} and {candidate_array.shape}"
+    return paired_bootstraps([(base, candidate)], resamples=resamples, seed=seed, confidence=confidence)[0]
+
+
+def paired_bootstraps(
+    pairs: Sequence[tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> list[DeltaEstimate]:
+    """`paired_bootstrap` of several (base, candidate) pairs at once (e.g. every metric of a comparison).
+
+    Pairs of the same length share one set of resampled indices, drawn once: the random draws
+    cost as much as the gathers, and each pair's figures stay those it gets alone.
+    """
+    arrays = [
+        (_flat(f"pairs[{i}]", base), _flat(f"pairs[{i}]", candidate)) for i, (base, candidate) in enumerate(pairs)
+    ]
+    for i, (base, candidate) in enumerate(arrays):
+        if base.shape != candidate.shape:
+            raise ValueError(
+                f"pairs[{i}]: base and candidate must be equally long, got {len(base)} and {len(candidate)}"
+            )
+    deltas = [candidate - base for base, candidate in arrays]
+    means = bootstrap_means(deltas, resamples=resamples, seed=seed)
+    estimates = []
+    for (base, candidate), delta, resampled in zip(arrays, deltas, means, strict=True):
+        if len(delta) == 0:
+            estimates.append(
+                DeltaEstimate(
+                    n=0, base_mean=None, candidate_mean=None, delta=None, ci_low=None, ci_high=None, significant=False
+                )
+            )
+            continue
+        low, high = _percentile_interval(resampled, confidence)
+        estimates.append(
+            DeltaEstimate(
+                n=len(delta),
+                base_mean=float(base.mean()),
+                candidate_mean=float(candidate.mean()),
+                delta=float(delta.mean()),
+                ci_low=low,
+                ci_high=high,
+                significant=low > 0 or high < 0,
+            )
         )
-    n = len(base_array)
-    if n == 0:
-        return DeltaEstimate(
-            n=0, base_mean=None, candidate_mean=None, delta=None, ci_low=None, ci_high=None, significant=False
-        )
-    deltas = candidate_array - base_array
-    means = np.concatenate([deltas[indices].mean(axis=1) for indices in resample_indices(n, resamples, seed)])
-    low, high = _percentile_interval(means, confidence)
-    return DeltaEstimate(
-        n=n,
-        base_mean=float(base_array.mean()),
-        candidate_mean=float(candidate_array.mean()),
-        delta=float(deltas.mean()),
-        ci_low=low,
-        ci_high=high,
-        significant=low > 0 or high < 0,
-    )
+    return estimates
+
+
+def bootstrap_means(columns: Sequence[np.ndarray], *, resamples: int = RESAMPLES, seed: int = SEED) -> list[np.ndarray]:
+    """The means of `resamples` bootstrap resamples of each column (empty columns: an empty array)."""
+    means: list[np.ndarray] = [np.empty(0) for _ in columns]
+    by_length: dict[int, list[int]] = {}
+    for position, column in enumerate(columns):
+        if len(column):
+            by_length.setdefault(len(column), []).append(position)
+    for n, positions in by_length.items():
+        chunks: dict[int, list[np.ndarray]] = {position: [] for position in positions}
+        for indices in resample_indices(n, resamples, seed):
+            for position in positions:
+                chunks[position].append(np.take(columns[position], indices).mean(axis=1))
+        for position in positions:
+            means[position] = np.concatenate(chunks[position])
+    return means
 
 
 def mcnemar_exact(base_passed: Sequence[bool], candidate_passed: Sequence[bool]) -> McNemarResult:
@@ -193,7 +234,14 @@ def resample_indices(n: int, resamples: int, seed: int) -> Iterator[np.ndarray]:
     rows_per_chunk = max(1, RESAMPLE_CHUNK_VALUES // n)
     for start in range(0, resamples, rows_per_chunk):
         rows = min(rows_per_chunk, resamples - start)
-        yield rng.integers(0, n, size=(rows, n), dtype=np.int32)
+        yield rng.integers(0, n, size=(rows, n), dtype=np.int64)  # int64: numpy's fastest draw
+
+
+def _flat(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
+    array = np.asarray(values, dtype=float)
+    if array.ndim != 1:
+        raise ValueError(f"{name}: give a flat list of numbers")
+    return array
 
 
 def _agreements(codes_a: np.ndarray, codes_b: np.ndarray, n_labels: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,6 +13,7 @@ from evaluations.statistics import (
     confusion_matrix,
     mcnemar_exact,
     paired_bootstrap,
+    paired_bootstraps,
 )
 
 # --- paired bootstrap ------------------------------------------------------------------------
@@ -160,3 +161,18 @@ def test_kappa_with_no_items_is_undefined() -> None:
 
 def test_confusion_matrix_counts_rows_by_the_first_rater() -> None:
     assert confusion_matrix(list("aab"), list("abb"), ["a", "b", "c"]) == [[1, 1, 0], [0, 1, 0], [0, 0, 0]]
+
+
+def test_several_pairs_at_once_give_the_figures_each_gets_alone() -> None:
+    rng = np.random.default_rng(11)
+    pairs = [
+        (rng.random(40), rng.random(40)),
+        (rng.random(40), rng.random(40)),
+        (rng.random(7), rng.random(7)),
+        ([], []),
+    ]
+
+    together = paired_bootstraps(pairs)
+
+    assert together == [paired_bootstrap(base, candidate) for base, candidate in pairs]
+    assert together[0] != together[1]  # shared draws, different data
