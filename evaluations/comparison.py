@@ -401,7 +401,7 @@ def _pk(run: Run | int) -> int:
 
 
 def prompt_versions(run_ids: Iterable[int]) -> dict[int, dict[str, str]]:
-    """Per run, per metric: its prompt versions, comma-joined (more than one if it changed mid-run)."""
+    """Per run, per metric: its prompt versions, "; "-joined (more than one if it changed mid-run)."""
     versions: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     rows = (
         MetricResult.objects.filter(item__run_id__in=list(run_ids))
@@ -413,7 +413,7 @@ def prompt_versions(run_ids: Iterable[int]) -> dict[int, dict[str, str]]:
     for run_id, metric, version in rows:
         versions[run_id][metric].add(version)
     return {
-        run_id: {metric: ", ".join(sorted(found)) for metric, found in by_metric.items()}
+        run_id: {metric: "; ".join(sorted(found)) for metric, found in by_metric.items()}
         for run_id, by_metric in versions.items()
     }
 
