@@ -5,7 +5,8 @@
 Seeds a dataset of `--items` examples and two finished runs of it (faithfulness, relevancy,
 rubric with its citation audit, and the overall score: five compared columns; a few errored
 items) with bulk inserts, then times `run_compare` `--repeat` times and prints the median
-and the slowest, with the query count. Target: under 1 s for 10,000 items a run. The data get
+and the slowest, with the query count and the CPU time of this process (on a busy machine the
+wall time mostly measures the wait for a core: the load average is printed too). Target: under 1 s for 10,000 items a run. The data get
 a random tag and are deleted afterwards unless `--keep`.
 """
 
@@ -100,12 +101,13 @@ def main() -> None:
     print(f"seeded 2 runs of {args.items} items in {time.perf_counter() - started:.1f} s (DEBUG off)")
 
     try:
-        timings = []
+        timings, cpu = [], []
         for _ in range(args.repeat):
             with CaptureQueriesContext(connection) as queries:
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 comparison = run_compare(base.pk, candidate.pk)
                 timings.append(time.perf_counter() - started)
+                cpu.append(time.process_time() - cpu_started)
         summary = ", ".join(
             f"{entry.metric} {entry.delta:+.4f}{' (significant)' if entry.significant else ''}"
             for entry in comparison.metrics
@@ -114,8 +116,10 @@ def main() -> None:
         print(f"{comparison.matched} pairs; {summary}")
         print(
             f"run_compare: median {statistics.median(timings):.3f} s, slowest {max(timings):.3f} s "
-            f"over {args.repeat} repeats, {len(queries)} queries"
+            f"over {args.repeat} repeats, {len(queries)} queries; "
+            f"CPU of this process {statistics.median(cpu):.3f} s (median; PostgreSQL's not included)"
         )
+        print(f"machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     finally:
         if not args.keep:
             Run.objects.filter(pk__in=[base.pk, candidate.pk]).delete()

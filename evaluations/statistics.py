@@ -126,7 +126,11 @@ def bootstrap_means(columns: Sequence[np.ndarray], *, resamples: int = RESAMPLES
     means: list[np.ndarray] = [np.empty(0) for _ in columns]
     by_length: dict[int, list[int]] = {}
     for position, column in enumerate(columns):
-        if len(column):
+        if len(column) and np.all(column == column[0]):
+            # Every resample of a constant column has its mean (e.g. a metric the two runs agree
+            # on item by item, like the citation audit of the same answers): no draws needed.
+            means[position] = np.full(resamples, float(column[0]))
+        elif len(column):
             by_length.setdefault(len(column), []).append(position)
     for n, positions in by_length.items():
         chunks: dict[int, list[np.ndarray]] = {position: [] for position in positions}

@@ -176,3 +176,10 @@ def test_several_pairs_at_once_give_the_figures_each_gets_alone() -> None:
 
     assert together == [paired_bootstrap(base, candidate) for base, candidate in pairs]
     assert together[0] != together[1]  # shared draws, different data
+
+
+def test_a_constant_delta_has_a_zero_width_interval_at_its_value() -> None:
+    estimate = paired_bootstrap([0.5, 0.2, 0.9], [0.6, 0.3, 1.0])
+
+    assert estimate.delta == pytest.approx(0.1)
+    assert estimate.ci_low == pytest.approx(0.1) and estimate.ci_high == pytest.approx(0.1) and estimate.significant
