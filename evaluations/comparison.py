@@ -17,14 +17,14 @@ of one example. Scores are the stored `MetricResult.score` (reviewer overrides a
 faithfulness); claims show the judge's and the current verdict.
 
 Every result is a dataclass of plain values: `dataclasses.asdict` makes it JSON.
-Queries: 4 for `run_compare` and 5 for `compare_item`, whatever the runs' size.
+Queries: 3 for `run_compare` and 5 for `compare_item`, whatever the runs' size.
 """
 
 from __future__ import annotations
 
 import gc
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -235,7 +235,12 @@ def _compare(base_run: Run, candidate_run: Run) -> RunComparison:
     names = _compared_metrics(base_run, candidate_run)
     pairs = _Pairs(names, [base_items[key] for key in matched], [candidate_items[key] for key in matched], matched)
     results = MetricResult.objects.filter(item__run_id__in=run_ids, metric__in=names).order_by()
-    pairs.record(list(results.values_list("item_id", "metric", "score", "passed")))
+    rows = results.values_list("item_id", "metric", "score", "passed", "prompt_version")
+    item_ids, metrics, scores, passed, versions = zip(*rows, strict=True) if rows else ((),) * 5
+    pairs.record(item_ids, metrics, scores, passed)
+    # The prompt versions from the same rows: a DISTINCT query would read them all a second time.
+    run_of = {item.id: run_id for run_id, by_external_id in items.items() for item in by_external_id.values()}
+    prompts = _joined_versions(set(zip(map(run_of.__getitem__, item_ids), metrics, versions, strict=True)))
     return RunComparison(
         base=run_ref(base_run),
         candidate=run_ref(candidate_run),
@@ -244,7 +249,7 @@ def _compare(base_run: Run, candidate_run: Run) -> RunComparison:
         only_in_candidate=[external_id for external_id in candidate_items if external_id not in base_items],
         metrics=_metric_comparisons(pairs, base_run, candidate_run),
         points=pairs.points(),
-        settings=settings_diff(base_run, candidate_run, prompt_versions(run_ids)),
+        settings=settings_diff(base_run, candidate_run, prompts),
     )
 
 
@@ -309,20 +314,27 @@ class _Pairs:
                 overall = np.array([np.nan if item.overall is None else item.overall for item in side], dtype=float)
                 scores[OVERALL] = np.where(done, overall, np.nan)
 
-    def record(self, rows: list[tuple[int, str, float | None, bool | None]]) -> None:
-        """MetricResult rows (item id, metric, score, passed) of either run, into the arrays (vectorised)."""
-        if not rows:
+    def record(
+        self,
+        item_ids: Sequence[int],
+        metrics: Sequence[str],
+        scores: Sequence[float | None],
+        passed: Sequence[bool | None],
+    ) -> None:
+        """The MetricResult rows of either run, as columns, into the arrays (vectorised)."""
+        if not item_ids:
             return
-        item_ids, metrics, scores, passed = (np.array(column) for column in zip(*rows, strict=True))
-        scores, passed = scores.astype(float), passed.astype(float)  # None → NaN
+        metrics_array = np.array(metrics)
+        scores_array, passed_array = np.array(scores).astype(float), np.array(passed).astype(float)  # None → NaN
+        ids = np.array(item_ids, dtype=np.int64)
         for side, items in enumerate(self.items):
-            positions = _positions(np.array([item.id for item in items], dtype=np.int64), item_ids.astype(np.int64))
+            positions = _positions(np.array([item.id for item in items], dtype=np.int64), ids)
             for name in self.names:
-                rows_here = (metrics == name) & (positions >= 0)
+                rows_here = (metrics_array == name) & (positions >= 0)
                 rows_here[rows_here] &= self.done[side][positions[rows_here]]
                 at = positions[rows_here]
-                self.scores[side][name][at] = scores[rows_here]
-                verdicts = passed[rows_here]
+                self.scores[side][name][at] = scores_array[rows_here]
+                verdicts = passed_array[rows_here]
                 self.passed[side][name][at] = np.where(np.isnan(verdicts), NO_VERDICT, verdicts)
 
     def valid(self, name: str) -> np.ndarray:
@@ -436,7 +448,6 @@ def _pk(run: Run | int) -> int:
 
 def prompt_versions(run_ids: Iterable[int]) -> dict[int, dict[str, str]]:
     """Per run, per metric: its prompt versions, "; "-joined (more than one if it changed mid-run)."""
-    versions: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     rows = (
         MetricResult.objects.filter(item__run_id__in=list(run_ids))
         .exclude(prompt_version="")
@@ -444,8 +455,14 @@ def prompt_versions(run_ids: Iterable[int]) -> dict[int, dict[str, str]]:
         .distinct()
         .order_by()
     )
+    return _joined_versions(rows)
+
+
+def _joined_versions(rows: Iterable[tuple[int, str, str]]) -> dict[int, dict[str, str]]:
+    versions: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for run_id, metric, version in rows:
-        versions[run_id][metric].add(version)
+        if version:
+            versions[run_id][metric].add(version)
     return {
         run_id: {metric: "; ".join(sorted(found)) for metric, found in by_metric.items()}
         for run_id, by_metric in versions.items()

@@ -170,13 +170,13 @@ def test_the_comparison_is_json_serialisable(version, offline_judge) -> None:
 
 
 @pytest.mark.parametrize("size", [3, 30])
-def test_run_compare_makes_four_queries_whatever_the_size(
+def test_run_compare_makes_three_queries_whatever_the_size(
     version, offline_judge, django_assert_num_queries, size
 ) -> None:
     scores = {f"q-{n}": {"faithfulness": 0.5, "relevancy": 1.0} for n in range(1, size + 1)}
     base, candidate = scored_run(version, offline_judge, scores), scored_run(version, offline_judge, scores)
 
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(3):
         run_compare(base.pk, candidate.pk)
 
 
