@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from datasets.models import DatasetVersion
 from evaluations.models import Claim, ItemStatus, MetricResult, Run, RunItem, RunStatus
-from evaluations.services import run_create
+from evaluations.services.runs import run_create
 from judges.models import JudgeConfig
 
 ERROR = "error"

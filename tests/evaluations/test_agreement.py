@@ -6,7 +6,7 @@ import pytest
 
 from evaluations.agreement import judge_agreement
 from evaluations.models import Claim, VerdictOverride
-from evaluations.services import claim_override
+from evaluations.services.overrides import claim_override
 from judges.services import judge_config_create
 from tests.evaluations.scored_runs import scored_run
 
