@@ -2,7 +2,7 @@
 
 - `paired_bootstrap`: the mean of candidate − base over paired items, with a percentile
   bootstrap 95% interval (resampling the pairs, fixed seed so a page and the CLI agree);
-  significant when the interval excludes 0.
+  significant when the interval excludes 0 and there are at least MIN_PAIRS_FOR_SIGNIFICANCE (5) pairs.
 - `mcnemar_exact`: pass/fail flips between two runs on the same items; the exact two-sided
   binomial test on the discordant pairs (p = 1 when nothing flipped).
 - `cohen_kappa`: chance-corrected agreement of two raters over any label set, with a bootstrap
@@ -25,6 +25,9 @@ import numpy as np
 RESAMPLES = 2000
 SEED = 20231
 CONFIDENCE = 0.95
+# Below this many pairs a bootstrap interval says little (one pair resamples to itself: a zero-width
+# interval), so no delta is called significant.
+MIN_PAIRS_FOR_SIGNIFICANCE = 5
 RESAMPLE_CHUNK_VALUES = 250_000
 
 
@@ -38,7 +41,7 @@ class DeltaEstimate:
     delta: float | None
     ci_low: float | None
     ci_high: float | None
-    significant: bool  # the interval excludes 0
+    significant: bool  # the interval excludes 0 (and there are MIN_PAIRS_FOR_SIGNIFICANCE pairs)
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def paired_bootstraps(
                 delta=float(delta.mean()),
                 ci_low=low,
                 ci_high=high,
-                significant=low > 0 or high < 0,
+                significant=len(delta) >= MIN_PAIRS_FOR_SIGNIFICANCE and (low > 0 or high < 0),
             )
         )
     return estimates

@@ -179,7 +179,13 @@ def test_several_pairs_at_once_give_the_figures_each_gets_alone() -> None:
 
 
 def test_a_constant_delta_has_a_zero_width_interval_at_its_value() -> None:
-    estimate = paired_bootstrap([0.5, 0.2, 0.9], [0.6, 0.3, 1.0])
+    estimate = paired_bootstrap([0.5, 0.2, 0.9, 0.0, 0.5], [0.75, 0.45, 1.15, 0.25, 0.75])
 
-    assert estimate.delta == pytest.approx(0.1)
-    assert estimate.ci_low == pytest.approx(0.1) and estimate.ci_high == pytest.approx(0.1) and estimate.significant
+    assert estimate.delta == pytest.approx(0.25)
+    assert estimate.ci_low == pytest.approx(0.25) and estimate.ci_high == pytest.approx(0.25) and estimate.significant
+
+
+def test_fewer_than_five_pairs_are_never_significant() -> None:
+    estimate = paired_bootstrap([0.5, 0.2, 0.9, 0.0], [0.75, 0.45, 1.15, 0.25])
+
+    assert estimate.ci_low == pytest.approx(0.25) and not estimate.significant
