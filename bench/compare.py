@@ -99,6 +99,9 @@ def main() -> None:
     base = scored_run(version, judge, item_scores(rng, args.items, 0.0), metrics=METRICS, name="base")
     candidate = scored_run(version, judge, item_scores(rng, args.items, -0.01), metrics=METRICS, name="candidate")
     print(f"seeded 2 runs of {args.items} items in {time.perf_counter() - started:.1f} s (DEBUG off)")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:  # fresh planner statistics, as autovacuum soon gives a real database
+            cursor.execute("ANALYZE evaluations_runitem, evaluations_metricresult, datasets_example")
 
     try:
         timings, cpu = [], []
