@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 import pytest
 
 from evaluations.agreement import judge_agreement
@@ -57,6 +60,7 @@ def test_overrides_and_confirmations_count_as_reviewed(version, offline_judge, m
     top = agreement.most_overridden[1]
     assert (top.item_id, top.run_id, top.final_verdict) == (overridden.item_id, run.pk, C)
     assert not agreement.reliable
+    assert json.loads(json.dumps(asdict(agreement)))["kappa"]["kappa"] == pytest.approx(0.5)
 
 
 def test_supported_vs_not_supported_merges_the_three_other_verdicts(version, offline_judge) -> None:
