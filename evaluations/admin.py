@@ -119,16 +119,24 @@ class RunItemAdmin(ReadOnlyAdmin):
     list_select_related = ("run", "example")
 
 
+# A result with no threshold (or no score) neither passes nor fails: a dash, not the admin's "?" icon.
+PASSED_MARKS = {True: "✓ passed", False: "✗ failed", None: "–"}
 # RunItem's label names its run and its example's external id: lists of results select both.
 ITEM_LABEL = ("item__run", "item__example")
 
 
 @admin.register(MetricResult)
 class MetricResultAdmin(ReadOnlyAdmin):
-    list_display = ("item", "metric", "score", "passed", "threshold", "prompt_version", "skipped_reason")
+    list_display = ("item", "metric", "score", "passed_mark", "threshold", "prompt_version", "skipped_reason")
     list_filter = ("metric", "passed")
     search_fields = ("item__example__external_id", "item__run__name")
     list_select_related = ITEM_LABEL
+    exclude = ("passed",)  # shown as passed_mark
+    readonly_fields = ("passed_mark",)
+
+    @admin.display(description="Passed", ordering="passed")
+    def passed_mark(self, result: MetricResult) -> str:
+        return PASSED_MARKS[result.passed]
 
 
 @admin.register(Claim)

@@ -113,3 +113,16 @@ def test_a_run_without_aggregates_says_so(admin_client, make_dataset, offline_ju
     html = admin_client.get(reverse("admin:evaluations_run_change", args=[run.pk])).content.decode()
 
     assert "No aggregates yet" in html
+
+
+def test_a_result_without_a_threshold_shows_a_dash_not_a_pass(admin_client, scored_item):
+    MetricResult.objects.create(item=scored_item, metric="citation_audit", score=0.0, passed=None, threshold=None)
+
+    listing = admin_client.get(reverse("admin:evaluations_metricresult_changelist")).content.decode()
+    result = MetricResult.objects.get(metric="citation_audit")
+    detail = admin_client.get(reverse("admin:evaluations_metricresult_change", args=[result.pk])).content.decode()
+
+    assert '<td class="field-passed_mark">–</td>' in listing
+    assert '<td class="field-passed_mark">✓ passed</td>' in listing  # the retrieval result
+    assert "icon-unknown" not in listing and "icon-unknown" not in detail
+    assert '<div class="readonly">–</div>' in detail
