@@ -3,9 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 # Tests run against PostgreSQL and Redis (override to point elsewhere), then the `sqlite` subset
-# on the embedded default (a SQLite file and the filesystem broker under var/test-sqlite/).
+# on the embedded default (a SQLite file and the filesystem broker under var/test-sqlite/). The
+# tests use Redis database 15, not 0 which a developer's running app may use; the bench keeps 0.
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/evalsite
-REDIS_URL ?= redis://127.0.0.1:6379/0
+test: REDIS_URL ?= redis://127.0.0.1:6379/15
+bench: REDIS_URL ?= redis://127.0.0.1:6379/0
 
 .PHONY: install run test lint web worker bench
 
@@ -21,6 +23,7 @@ run: install
 	./scripts/run.sh
 
 test: install
+	DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL) ./scripts/test-setup.sh
 	DEBUG=1 DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL) CELERY_BROKER_URL=$(REDIS_URL) \
 		$(VENV)/bin/pytest -p no:cacheprovider
 	DEBUG=1 EVALSITE_VAR_DIR=$(CURDIR)/var/test-sqlite DATABASE_URL=sqlite:///$(CURDIR)/var/test-sqlite/evalsite.sqlite3 REDIS_URL= \

@@ -78,3 +78,18 @@ def version_example_count(version_id: int) -> int:
 def version_example_ids(version_id: int) -> Iterator[int]:
     """The version's example ids in file order (streamed: a run creates one item per id)."""
     return iter(Example.objects.filter(version_id=version_id).order_by("position").values_list("id", flat=True))
+
+
+def version_example(*, dataset_id: int, number: int, external_id: str) -> Example:
+    """One example of a dataset's version, with its version and dataset. Raises Example.DoesNotExist."""
+    return Example.objects.select_related("version__dataset").get(
+        version__dataset_id=dataset_id, version__number=number, external_id=external_id
+    )
+
+
+def neighbour_ids(example: Example) -> tuple[str | None, str | None]:
+    """External ids of the examples before and after this one in file order (None at either end)."""
+    siblings = Example.objects.filter(version_id=example.version_id).values_list("external_id", flat=True)
+    previous = siblings.filter(position__lt=example.position).order_by("-position").first()
+    following = siblings.filter(position__gt=example.position).order_by("position").first()
+    return previous, following

@@ -9,4 +9,6 @@ urlpatterns = [
     path("", views.dataset_list, name="list"),
     path("upload/", views.dataset_upload, name="upload"),
     path("<int:pk>/", views.dataset_detail, name="detail"),
+    # An example's external id is unique within its (immutable) version and may hold any character.
+    path("<int:pk>/versions/<int:number>/items/<path:external_id>/", views.example_detail, name="example"),
 ]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -11,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from datasets import selectors
 from datasets.forms import DatasetUploadForm
-from datasets.models import Dataset, DatasetVersion
+from datasets.models import Dataset, DatasetVersion, Example
 from datasets.parsing import DatasetImportError
 from datasets.services import dataset_import
 from evalsite.roles import ADMIN, has_role
@@ -76,6 +78,37 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "datasets/dataset_detail.html", context)
 
 
+@require_GET
+def example_detail(request: HttpRequest, pk: int, number: int, external_id: str) -> HttpResponse:
+    try:
+        example = selectors.version_example(dataset_id=pk, number=number, external_id=external_id)
+    except Example.DoesNotExist:
+        raise Http404("No such item in this version.") from None
+    previous_id, next_id = selectors.neighbour_ids(example)
+    expected = set(example.expected_context_ids)
+    context = {
+        "example": example,
+        "version": example.version,
+        "dataset": example.version.dataset,
+        "contexts": [
+            {
+                "id": ctx.get("id"),
+                "text": ctx.get("text", ""),
+                "score": ctx.get("score"),
+                "metadata_json": _pretty_json(ctx.get("metadata")),
+                "expected": ctx.get("id") in expected,
+            }
+            for ctx in example.contexts
+        ],
+        "retrieved_ids": example.retrieved_ids,
+        "context_order": [ctx.get("id") for ctx in example.contexts],
+        "metadata_json": _pretty_json(example.metadata),
+        "previous_id": previous_id,
+        "next_id": next_id,
+    }
+    return render(request, "datasets/example_detail.html", context)
+
+
 def _chosen_version(versions: list[DatasetVersion], requested: str | None) -> DatasetVersion | None:
     """The version numbered by ?version=N, else the latest (versions come newest first)."""
     if not requested:
@@ -84,3 +117,8 @@ def _chosen_version(versions: list[DatasetVersion], requested: str | None) -> Da
         if str(version.number) == requested:
             return version
     raise Http404("No such version.")
+
+
+def _pretty_json(value: object) -> str:
+    """Indented JSON for a <pre> block; empty for missing or empty values."""
+    return json.dumps(value, indent=2, ensure_ascii=False) if value else ""

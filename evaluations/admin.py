@@ -7,7 +7,9 @@ from collections.abc import Callable
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.loader import render_to_string
 
+from evaluations.admin_tables import aggregate_tables
 from evaluations.models import Claim, MetricResult, Run, RunItem, VerdictOverride
 from evaluations.services import runs
 
@@ -50,7 +52,7 @@ class RunAdmin(admin.ModelAdmin):
         "error",
         ("items_total", "items_done", "items_failed"),
         ("judge_calls", "cache_hits", "input_tokens", "output_tokens", "cost"),
-        "aggregates",
+        "aggregates_table",
         "created_by",
         ("created_at", "started_at", "finished_at", "heartbeat_at"),
     )
@@ -69,7 +71,7 @@ class RunAdmin(admin.ModelAdmin):
         "input_tokens",
         "output_tokens",
         "cost",
-        "aggregates",
+        "aggregates_table",
         "created_by",
         "created_at",
         "started_at",
@@ -80,6 +82,10 @@ class RunAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # runs start from the runs page, the API or `manage.py evaluate`
+
+    @admin.display(description="Aggregates")
+    def aggregates_table(self, run: Run) -> str:
+        return render_to_string("admin/evaluations/run_aggregates.html", aggregate_tables(run.aggregates))
 
     @admin.action(description="Cancel the selected runs")
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
@@ -113,23 +119,40 @@ class RunItemAdmin(ReadOnlyAdmin):
     list_select_related = ("run", "example")
 
 
+# A result with no threshold (or no score) neither passes nor fails: a dash, not the admin's "?" icon.
+PASSED_MARKS = {True: "✓ passed", False: "✗ failed", None: "–"}
+# RunItem's label names its run and its example's external id: lists of results select both.
+ITEM_LABEL = ("item__run", "item__example")
+
+
 @admin.register(MetricResult)
 class MetricResultAdmin(ReadOnlyAdmin):
-    list_display = ("item", "metric", "score", "passed", "threshold", "prompt_version", "skipped_reason")
+    list_display = ("item", "metric", "score", "passed_mark", "threshold", "prompt_version", "skipped_reason")
     list_filter = ("metric", "passed")
-    list_select_related = ("item",)
+    search_fields = ("item__example__external_id", "item__run__name")
+    list_select_related = ITEM_LABEL
+    exclude = ("passed",)  # shown as passed_mark
+    readonly_fields = ("passed_mark",)
+
+    @admin.display(description="Passed", ordering="passed")
+    def passed_mark(self, result: MetricResult) -> str:
+        return PASSED_MARKS[result.passed]
 
 
 @admin.register(Claim)
 class ClaimAdmin(ReadOnlyAdmin):
     list_display = ("item", "position", "__str__", "judge_verdict", "current_verdict")
     list_filter = ("judge_verdict", "current_verdict")
-    search_fields = ("text",)
-    list_select_related = ("item",)
+    search_fields = ("text", "item__example__external_id")
+    list_select_related = ITEM_LABEL
 
 
 @admin.register(VerdictOverride)
 class VerdictOverrideAdmin(ReadOnlyAdmin):
-    list_display = ("claim", "old_verdict", "new_verdict", "reviewer", "created_at")
+    list_display = ("claim", "claim_item", "old_verdict", "new_verdict", "reviewer", "created_at")
     list_filter = ("new_verdict",)
-    list_select_related = ("claim", "reviewer")
+    list_select_related = ("claim__item__run", "claim__item__example", "reviewer")
+
+    @admin.display(description="Item")
+    def claim_item(self, override: VerdictOverride) -> str:
+        return str(override.claim.item)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluations.metrics.base import MetricOutcome
+from evaluations.metrics.base import MetricOutcome, passes
 from evaluations.models import ItemStatus
 
 OVERALL = "overall"  # the item overall's key beside the metrics' names
@@ -98,8 +98,7 @@ def combine_samples(
         outcome = copy.copy(first)
         outcome.score = mean
         outcome.details = {**first.details, "samples": scores, "std": statistics.pstdev(scores)}  # type: ignore[arg-type]
-        if first.threshold is not None:
-            outcome.passed = mean >= first.threshold
+        outcome.passed = passes(mean, first.threshold)
         combined[name] = outcome
     return combined
 

@@ -100,7 +100,8 @@ class RunItem(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.run_id}/{self.example_id}"
+        # Lists that show items select their run and example (see the admin), or this costs two queries.
+        return f"{self.run} · {self.example.external_id}"
 
 
 class MetricResult(models.Model):
@@ -122,6 +123,23 @@ class MetricResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.metric}={self.score}"
+
+
+CLAIM_LABEL_CHARS = 60
+
+
+def shorten(text: str, limit: int) -> str:
+    """At most `limit` characters of the text, cut at a word boundary with "…" when it is longer.
+
+    A single word longer than the limit is cut inside it: there is no boundary to cut at.
+    """
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    if text[limit - 1] != " " and " " in head:
+        head = head[: head.rindex(" ")]
+    return head.rstrip(" ,;:") + "…"
 
 
 class Verdict(models.TextChoices):
@@ -147,7 +165,7 @@ class Claim(models.Model):
         constraints = [models.UniqueConstraint(fields=["item", "position"], name="uniq_claim_position")]
 
     def __str__(self) -> str:
-        return self.text[:60]
+        return shorten(self.text, CLAIM_LABEL_CHARS)
 
 
 class VerdictOverride(models.Model):

@@ -44,9 +44,18 @@ class MetricOutcome:
     claims: list[ClaimRecord] = field(default_factory=list)
 
 
-def scored_outcome(metric: str, score: float, threshold: float, **fields: Any) -> MetricOutcome:
-    """A metric's outcome that passes when its score reaches the threshold (the common rule)."""
-    return MetricOutcome(metric=metric, score=score, passed=score >= threshold, threshold=threshold, **fields)
+def passes(score: float | None, threshold: float | None) -> bool | None:
+    """The one pass rule of every metric: a score passes when it reaches the threshold (higher is
+    better). None when there is nothing to judge: no score (skipped) or no threshold (the run
+    set it to null): shown as "–", never as a pass."""
+    if score is None or threshold is None:
+        return None
+    return score >= threshold
+
+
+def scored_outcome(metric: str, score: float, threshold: float | None, **fields: Any) -> MetricOutcome:
+    """A metric's outcome, passed by the common rule (`passes`)."""
+    return MetricOutcome(metric=metric, score=score, passed=passes(score, threshold), threshold=threshold, **fields)
 
 
 # prompt name, fields -> parsed reply; raises judges.types.JudgeError when the call fails for good.

@@ -13,11 +13,14 @@ Steps:
    with fewer than `min_sentence_words` words, and markdown headings, are trivially short:
    never counted as uncited.
 
-Result: `hallucination_detected` = any invalid id. Score = share of the non-trivial
-sentences that cite at least one valid id and no invalid one (1.0 when there is no
-non-trivial sentence and no invalid id, 0.0 when there is none but an invalid id).
-Passed = no hallucination (uncited sentences lower the score, and cap the rubric's
-faithfulness, but do not fail the audit).
+Result: `hallucination_detected` = any invalid id.
+
+Score: how well the answer cites, 0..1, higher is better: the share of the non-trivial
+sentences that cite at least one valid context; 1.0 when no sentence needs a citation; 0.0
+as soon as any citation names an id that does not exist (a made-up source outweighs every
+good citation). Default threshold 0.5 (run setting `thresholds.citation_audit`); passed =
+score ≥ threshold, the rule of every metric (`base.passes`). Uncited sentences also cap the
+rubric's faithfulness (see rubric.py).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome
+from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, scored_outcome
 from evaluations.metrics.run_settings import DEFAULT_CITATION_PATTERN
 
 FENCED_CODE = re.compile(r"```.*?(?:```|$)", re.DOTALL)
@@ -80,9 +83,11 @@ class CitationAudit:
 
     @property
     def score(self) -> float:
+        if self.hallucination_detected:
+            return 0.0
         considered = [sentence for sentence in self.sentences if not sentence.trivial]
         if not considered:
-            return 0.0 if self.hallucination_detected else 1.0
+            return 1.0
         return sum(sentence.well_cited for sentence in considered) / len(considered)
 
     def as_details(self) -> dict[str, Any]:
@@ -150,10 +155,10 @@ class CitationAuditMetric:
 
     def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome:
         audit = audit_item(item, ctx.settings)
-        return MetricOutcome(
-            metric=self.name,
-            score=audit.score,
-            passed=not audit.hallucination_detected,
+        return scored_outcome(
+            self.name,
+            audit.score,
+            ctx.settings["thresholds"]["citation_audit"],
             feedback=_feedback(audit),
             details=audit.as_details(),
         )

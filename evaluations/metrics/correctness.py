@@ -5,8 +5,11 @@ Steps:
    answer"): not failed, and no judge call.
 2. One judge call (`correctness`) with the query, the answer and the reference; the judge
    gives a score from 1 to 5 and a justification (kept as feedback).
-3. Score = the judge's 1..5 score; passed = score ≥ thresholds.correctness (default 4.0).
-   Details carry `normalized` = (score − 1) / 4 on 0..1 for dashboards.
+3. Score = the judge's 1..5 score (higher is better; the one metric not on 0..1). Details
+   carry `normalized` = (score − 1) / 4 on 0..1 for dashboards.
+
+Default threshold 4.0 (run setting `thresholds.correctness`); passed = score ≥ threshold,
+the rule of every metric (`base.passes`); skipped items neither pass nor fail.
 """
 
 from __future__ import annotations

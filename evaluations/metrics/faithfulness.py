@@ -10,7 +10,10 @@ Steps:
    any context every claim is NOT_ENOUGH_INFO and the verification judge is not called.
 4. Score = (SUPPORTED + partial_weight × PARTIALLY_SUPPORTED) / number of claims extracted
    (`faithfulness_score`, the one place of this arithmetic: reviewers' overrides reuse it).
-   Passed = score ≥ thresholds.faithfulness.
+   0..1, higher is better.
+
+Default threshold 0.8 (run setting `thresholds.faithfulness`); passed = score ≥ threshold,
+the rule of every metric (`base.passes`), re-applied when a reviewer overrides a verdict.
 
 Every claim is kept (`MetricOutcome.claims`, 0-based position) with its verdict, the
 judge's evidence and the ids of the supporting contexts.

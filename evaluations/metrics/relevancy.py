@@ -3,8 +3,11 @@
 Steps:
 1. One judge call (`relevancy`) with the query, the answer and the retrieved contexts; the
    judge answers YES or NO with feedback.
-2. Score = `relevancy_score(passing)`: YES → 1.0, NO → 0.0. The judge's feedback is kept.
-   Passed = score ≥ thresholds.relevancy (default 1.0: YES passes, NO fails).
+2. Score = `relevancy_score(passing)`: YES → 1.0, NO → 0.0 (higher is better). The judge's
+   feedback is kept.
+
+Default threshold 1.0 (run setting `thresholds.relevancy`: YES passes, NO fails); passed =
+score ≥ threshold, the rule of every metric (`base.passes`).
 """
 
 from __future__ import annotations

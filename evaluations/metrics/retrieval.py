@@ -14,9 +14,12 @@ Steps:
    - ndcg@k: DCG = Σ rel_i / log2(i + 1) over ranks i = 1..k; ideal DCG puts
      min(expected, k) relevant contexts first.
 
-Score = reciprocal rank (a run's mean score is its MRR, which sees a relevant context
-dropping from rank 1 to 3 where hit rate does not; hit rate is the mean of details.hit).
-Passed = hit and reciprocal rank ≥ thresholds.retrieval (default 0.0: any hit passes).
+Score: the reciprocal rank, 0..1, higher is better (1.0 = an expected context ranked first,
+0.5 = second, 0.0 = none in the top k); a run's mean score is its MRR, which sees a relevant
+context dropping from rank 1 to 3 where hit rate does not (hit rate is the mean of
+details.hit). Default threshold 0.1 (run setting `thresholds.retrieval`: an expected context
+within the top 10); passed = score ≥ threshold, the rule of every metric (`base.passes`), so
+a miss fails at any threshold above 0 and threshold 0 passes everything.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome
+from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, scored_outcome
 
 NO_EXPECTED_IDS = "no expected context ids"
 
@@ -62,12 +65,10 @@ class RetrievalMetric:
             return MetricOutcome(metric=self.name, threshold=threshold, skipped_reason=NO_EXPECTED_IDS)
         retrieved = item.retrieved_ids if item.retrieved_ids is not None else [context.id for context in item.contexts]
         scores = retrieval_scores(item.expected_context_ids, retrieved, ctx.settings["retrieval_k"])
-        score = scores["reciprocal_rank"]
-        return MetricOutcome(
-            metric=self.name,
-            score=score,
-            passed=scores["hit"] and score >= threshold,
-            threshold=threshold,
+        return scored_outcome(
+            self.name,
+            scores["reciprocal_rank"],
+            threshold,
             feedback=_feedback(scores),
             details=scores | {"expected_ids": list(item.expected_context_ids), "retrieved_ids": list(retrieved)},
         )

@@ -12,7 +12,10 @@ Steps:
    judge's values stay in `raw_value` and details["raw"].
 5. Overall = weighted mean of the four dimensions (run setting `weights`, normalised by
    their sum; default 0.35 / 0.25 / 0.25 / 0.15), rounded half up to 3 decimals
-   (`weighted_overall`). Score = overall; passed = overall ≥ thresholds.rubric.
+   (`weighted_overall`). Score = overall, 0..1, higher is better.
+
+Default threshold 0.7 (run setting `thresholds.rubric`); passed = score ≥ threshold, the
+rule of every metric (`base.passes`).
 
 The item's overall score (`evaluations.metrics.overall_score`) starts from these clamped
 values and, when claim-level faithfulness also ran, puts its score in place of the

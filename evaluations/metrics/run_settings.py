@@ -6,15 +6,18 @@ defaults and rejects anything a metric could not use, with a message naming the 
 Keys and defaults:
 
 - `partial_weight` (0.5): what a PARTIALLY_SUPPORTED claim counts for in claim faithfulness (0..1).
-- `thresholds`: the bar each metric's score must reach to pass.
+- `thresholds`: the bar each metric's score must reach to pass. Every score reads "higher is
+  better" and every metric passes by one rule, score ≥ threshold (`base.passes`); a
+  threshold set to null means no bar: `passed` is None, shown as "–".
     - `faithfulness` 0.8: share of supported claims (0..1).
     - `relevancy` 1.0: YES scores 1.0 and passes, NO scores 0.0 and fails (0..1).
     - `rubric` 0.7: on the weighted overall after the citation clamps (0..1).
     - `correctness` 4.0: on the judge's 1..5 score (1..5).
-    - `retrieval` 0.0: an item passes on a hit (an expected id in the top k) whose
-      reciprocal rank also reaches this bar; 0.0 = any hit passes, 1.0 = an expected
-      context must be ranked first, 0.5 = within the top two (0..1).
-  `citation_audit` has no threshold: it passes when no citation id is invalid.
+    - `citation_audit` 0.5: at least half the answer's sentences cite a valid context; any
+      citation of an id that does not exist scores 0 and fails (0..1).
+    - `retrieval` 0.1: on the reciprocal rank, i.e. an expected context within the top 10;
+      1.0 = ranked first, 0.5 = within the top two; a miss scores 0 and fails at any bar
+      above 0 (0..1).
 - `weights`: of the rubric dimensions in the overall score; normalised by their sum, so
   they need not add up to 1 (none negative, sum > 0).
 - `citation_pattern`: regex of one citation marker; group 1 captures the inside of the
@@ -49,7 +52,8 @@ DEFAULT_SETTINGS: dict[str, Any] = {
         "relevancy": 1.0,
         "rubric": 0.7,
         "correctness": 4.0,
-        "retrieval": 0.0,
+        "citation_audit": 0.5,
+        "retrieval": 0.1,
     },
     "weights": {
         "faithfulness": 0.35,
@@ -69,6 +73,7 @@ THRESHOLD_RANGES: dict[str, tuple[float, float]] = {
     "relevancy": (0.0, 1.0),
     "rubric": (0.0, 1.0),
     "correctness": (1.0, 5.0),
+    "citation_audit": (0.0, 1.0),
     "retrieval": (0.0, 1.0),
 }
 MAX_REPEATS = 10
@@ -97,7 +102,8 @@ def resolve_settings(user: Mapping[str, Any] | None) -> dict[str, Any]:
 
     resolved["partial_weight"] = _number("partial_weight", resolved["partial_weight"], 0.0, 1.0)
     for name, (low, high) in THRESHOLD_RANGES.items():
-        resolved["thresholds"][name] = _number(f"thresholds.{name}", resolved["thresholds"][name], low, high)
+        if resolved["thresholds"][name] is not None:  # null: no bar, the metric neither passes nor fails
+            resolved["thresholds"][name] = _number(f"thresholds.{name}", resolved["thresholds"][name], low, high)
     for name, weight in resolved["weights"].items():
         resolved["weights"][name] = _number(f"weights.{name}", weight, 0.0, None)
     if sum(resolved["weights"].values()) <= 0:

@@ -7,7 +7,7 @@ from typing import Any
 from django.db import transaction
 
 from evaluations.metrics import overall_score
-from evaluations.metrics.base import MetricOutcome
+from evaluations.metrics.base import MetricOutcome, passes
 from evaluations.metrics.faithfulness import faithfulness_details, faithfulness_score
 from evaluations.models import Claim, MetricResult, RunItem, Verdict, VerdictOverride
 from evaluations.services.runs import run_aggregates_refresh
@@ -43,8 +43,7 @@ def item_recompute(item: RunItem) -> None:
     n_claims = int(faithfulness.details.get("n_claims", len(verdicts)))
     partial_weight = run_settings["partial_weight"]
     faithfulness.score = faithfulness_score(verdicts, n_claims, partial_weight)
-    if faithfulness.threshold is not None:
-        faithfulness.passed = faithfulness.score >= faithfulness.threshold
+    faithfulness.passed = passes(faithfulness.score, faithfulness.threshold)
     overrides = VerdictOverride.objects.filter(claim__item=item).count()
     faithfulness.details = {
         **faithfulness.details,

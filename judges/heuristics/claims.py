@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from judges.heuristics.negation import drop_answer_particle
 from judges.heuristics.text import split_sentences
 from judges.heuristics.words import word_set
 
@@ -61,7 +62,7 @@ def extract_claims(response: str) -> list[str]:
     subject = ""
     for sentence in split_sentences(strip_citations(response or "")):
         for clause in split_clauses(sentence):
-            clause = _resolve_reference(_DISCOURSE_RE.sub("", clause), subject)
+            clause = _resolve_reference(_DISCOURSE_RE.sub("", drop_answer_particle(clause)), subject)
             clause = _tidy(clause)
             if len(clause.split()) < MIN_CLAIM_WORDS or not re.search(r"[A-Za-z]", clause) or _META_RE.search(clause):
                 continue

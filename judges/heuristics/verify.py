@@ -10,7 +10,10 @@ Steps for one claim:
    "deadline ... March 30, 2024" / "Voting End: 2024-03-15"); a name the contexts never
    mention, where a close unit puts another name after the same word ("authored by X" /
    "Author: Y"); an outcome word whose opposite a unit about the same subject states
-   ("vetoed" / "Status: executed"); a negation on one side only of a near-identical sentence.
+   ("vetoed" / "Status: executed"); a word one side asserts and the other denies
+   (`negation.stances`: "not", "no", "never", "no longer", "isn't", "cannot", a leading
+   "Yes," / "No," read as an answer, antonyms such as allowed / prohibited), in a close unit
+   about the same thing (`_same_statement`) where the word has the same neighbour on one side.
 4. Verdict: CONTRADICTED on a conflict; SUPPORTED when coverage reaches `SUPPORTED_AT` and
    every number, date and name of the claim is found; PARTIALLY_SUPPORTED from
    `PARTIAL_AT`; NOT_ENOUGH_INFO below.
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from judges.heuristics.evidence import Unit, units_of
+from judges.heuristics.negation import NEGATOR_NORMS, drop_answer_particle, flanks, stance_word, stances
 from judges.heuristics.text import Token, name_spans, polarity, tokenize
 from judges.types import CONTRADICTED, NOT_ENOUGH_INFO, PARTIALLY_SUPPORTED, SUPPORTED, ClaimVerdict, Context
 
@@ -34,7 +38,10 @@ PARTIAL_AT = 0.45
 MAX_EVIDENCE_UNITS = 4
 CLOSE_UNITS = 4  # best-matching units the value and name checks look at
 CONFLICT_OVERLAP = 0.5  # a conflicting unit must state at least this share of the claim's other words
-NEGATION_OVERLAP = 0.7  # a one-sided negation only counts against a near-identical sentence
+# A denial counts against a unit about the same thing: one stating this share of the claim's
+# other words, or one whose own words are mostly the claim's.
+SAME_CLAIM = 0.7
+SAME_UNIT = 0.8
 VALUE_KINDS = ("n", "p", "d")
 
 
@@ -69,14 +76,15 @@ def verify_claims(claims: list[str], contexts: list[Context]) -> list[ClaimVerdi
 
 @lru_cache(maxsize=4096)
 def analyse_claim(claim: str) -> ClaimFacts:
-    tokens = tokenize(claim)
+    statement = drop_answer_particle(claim)
+    tokens = tokenize(statement)
     seen: set[str] = set()
     content = []
     for token in tokens:
         if not token.stop and token.norm not in seen:
             seen.add(token.norm)
             content.append(token)
-    return ClaimFacts(claim, tokens, tuple(content), tuple(name_spans(claim, sentence_initial=False)))
+    return ClaimFacts(claim, tokens, tuple(content), tuple(name_spans(statement, sentence_initial=False)))
 
 
 def assess_claim(claim: str, units: list[Unit]) -> Assessment:
@@ -162,7 +170,7 @@ def _conflict(facts: ClaimFacts, units: list[Unit], masks: list[int]) -> Conflic
         lambda: _value_conflict(facts, units, close),
         lambda: _name_conflict(facts, units, close),
         lambda: _polarity_conflict(facts, units),
-        lambda: _negation_conflict(facts, close[0] if close else None, masks[ranked[0]] if ranked else 0),
+        lambda: _stance_conflict(facts, close),
     )
     for check in checks:
         found = check()
@@ -256,25 +264,31 @@ def _polarity_conflict(facts: ClaimFacts, units: list[Unit]) -> Conflict | None:
     return None
 
 
-def _negated_words(tokens: tuple[Token, ...]) -> set[str]:
-    """The content word each "not" / "never" / "n't" applies to (the next one)."""
-    words: set[str] = set()
-    for index, token in enumerate(tokens):
-        raw = token.raw.lower()
-        if raw in ("not", "never") or raw.endswith("n't"):
-            words |= _neighbours(tokens, index, index + 1, 0, 1)
-    return words
-
-
-def _negation_conflict(facts: ClaimFacts, best: Unit | None, best_mask: int) -> Conflict | None:
-    if best is None or best_mask.bit_count() / len(facts.content) < NEGATION_OVERLAP:
-        return None
-    claim_negated = _negated_words(facts.tokens)
-    unit_negated = _negated_words(best.tokens)
-    claim_words = {token.norm for token in facts.content}
-    if claim_negated & (best.own - unit_negated) or unit_negated & (claim_words - claim_negated):
-        return best, "a negation on one side only"
+def _stance_conflict(facts: ClaimFacts, close: list[Unit]) -> Conflict | None:
+    """A close unit about the same thing denies a word the claim asserts, or asserts one it denies."""
+    claim_stances = stances(facts.tokens)
+    for unit in close:
+        unit_stances = stances(unit.tokens)
+        for word, sign in claim_stances.items():
+            if unit_stances.get(word, sign) == sign or not _same_statement(facts, unit, word):
+                continue
+            if not flanks(facts.tokens, word) & flanks(unit.tokens, word):
+                continue  # the word is about something else there ("hasn't done X" / "all he's done")
+            denied = "denies" if sign > 0 else "asserts"
+            return unit, f"the context {denied} what the claim {'asserts' if sign > 0 else 'denies'}"
     return None
+
+
+def _same_statement(facts: ClaimFacts, unit: Unit, word: str) -> bool:
+    """The unit is about what the claim says, `word` aside: it states most of the claim's other
+    words, or most of its own words are the claim's ("X is not allowed" vs "Yes, X is allowed as part of Y")."""
+    claim_rest = {token.norm for token in facts.content if stance_word(token)[0] != word} - NEGATOR_NORMS
+    unit_rest = {token.norm for token in unit.tokens if not token.stop and stance_word(token)[0] != word}
+    unit_rest -= NEGATOR_NORMS
+    shared = claim_rest & unit.words
+    if not shared:
+        return False
+    return len(shared) / len(claim_rest) >= SAME_CLAIM or len(unit_rest & claim_rest) / len(unit_rest) >= SAME_UNIT
 
 
 # --- evidence quote -------------------------------------------------------------------------

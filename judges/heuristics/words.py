@@ -186,6 +186,22 @@ POLARITY_PAIRS = [
     (("active", "ongoing", "open"), ("closed", "ended", "expired")),
 ]
 
+# Negators: each denies the next content word ("not allowed"); any word ending in "n't" too.
+NEGATORS = word_set("not no never cannot nor neither")
+
+# Antonym pairs a statement can be denied with: (asserting words, denying words), as written
+# (not stemmed: "options" is no "optional"). Only pairs whose sides exclude each other
+# ("prohibited" = "not allowed").
+ANTONYM_PAIRS = [
+    (
+        "allow allows allowed permit permits permitted permissible",
+        "prohibit prohibits prohibited forbid forbids forbidden ban bans banned disallow disallows disallowed",
+    ),
+    ("require requires required mandatory compulsory obligatory", "optional"),
+    ("include includes included", "exclude excludes excluded"),
+    ("eligible", "ineligible"),
+]
+
 # --- stemming -------------------------------------------------------------------------------
 
 _SUFFIXES = (
@@ -282,3 +298,17 @@ def _polarity_table() -> dict[str, tuple[int, int]]:
 
 
 POLARITY = _polarity_table()
+
+
+def _antonym_table() -> dict[str, tuple[str, int]]:
+    """word → (norm of the pair's first asserting word, +1 asserting / -1 denying)."""
+    table: dict[str, tuple[str, int]] = {}
+    for asserting, denying in ANTONYM_PAIRS:
+        head = norm_word(asserting.split()[0])
+        for sign, words in ((1, asserting), (-1, denying)):
+            for word in words.split():
+                table[word] = (head, sign)
+    return table
+
+
+ANTONYMS = _antonym_table()

@@ -42,12 +42,15 @@ def page(browser, live_server):
     context.close()
 
 
+def screenshot_path(name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS / f"{name}.png"
+
+
 @pytest.fixture
 def screenshot(page):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-
     def take(name: str) -> Path:
-        path = SCREENSHOTS / f"{name}.png"
+        path = screenshot_path(name)
         page.screenshot(path=str(path), full_page=True)
         return path
 

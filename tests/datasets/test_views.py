@@ -218,3 +218,101 @@ def test_a_dataset_without_versions(viewer_client, db) -> None:
 
 def test_an_unknown_dataset_is_not_found(viewer_client) -> None:
     assert viewer_client.get(reverse("datasets:detail", args=[999999])).status_code == 404
+
+
+# --- one example ---------------------------------------------------------------
+
+
+def example_url(version, external_id: str) -> str:
+    return reverse("datasets:example", args=[version.dataset_id, version.number, external_id])
+
+
+@pytest.fixture
+def rich_version(import_bytes):
+    full = item(
+        1,
+        response="A long answer. " * 40 + "The end [c1].",
+        contexts=[
+            {"id": "c1", "text": "First context,\nsecond line.", "score": 0.92, "metadata": {"source": "wiki"}},
+            {"id": "c2", "text": "<script>alert('c2')</script> Second context."},
+        ],
+        reference_answer="The reference.",
+        expected_context_ids=["c2", "c9"],
+        retrieved_ids=["c2", "c1"],
+        tags=["factual", "long"],
+        metadata={"author": "ann", "nested": {"k": [1, 2]}},
+    )
+    return import_bytes(jsonl(full, item(2), item(3, id="odd/id #3?")), name="stip").version
+
+
+def test_an_example_page_shows_the_whole_example(viewer_client, rich_version) -> None:
+    response = viewer_client.get(example_url(rich_version, "q-1"))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "A long answer. " * 40 + "The end [c1]." in html  # the full response, not truncated
+    assert "Question 1?" in html and "The reference." in html
+    assert "<code>c1</code>" in html and "score 0.92" in html and "First context,\nsecond line." in html
+    assert "<code>c2</code>" in html and "score –" in html  # a context without a score
+    assert "&quot;source&quot;: &quot;wiki&quot;" in html  # the context's metadata
+    assert "<code>c9</code>" in html  # an expected id that was not retrieved
+    assert html.index("<code>c2</code> <code>c1</code>") > 0  # retrieved ids in rank order
+    assert '<span class="ds-tag">factual</span>' in html and '<span class="ds-tag">long</span>' in html
+    assert "&quot;author&quot;: &quot;ann&quot;" in html and "&quot;k&quot;: [\n" in html
+    assert f'rel="next" href="{example_url(rich_version, "q-2")}"' in html
+    assert 'rel="prev"' not in html
+
+
+def test_dataset_text_is_rendered_inert(viewer_client, rich_version) -> None:
+    html = viewer_client.get(example_url(rich_version, "q-1")).content.decode()
+
+    assert "<script>alert" not in html
+    assert "&lt;script&gt;alert(&#x27;c2&#x27;)&lt;/script&gt;" in html
+
+
+def test_without_retrieved_ids_the_contexts_order_is_shown(viewer_client, rich_version) -> None:
+    html = viewer_client.get(example_url(rich_version, "q-2")).content.decode()
+
+    assert "(not given: the contexts' order)" in html
+    assert "No reference answer." in html and "No metadata." in html and "No tags." in html
+    assert 'rel="prev"' in html and 'rel="next"' in html
+
+
+def test_an_id_with_slashes_and_url_characters_has_its_own_page(viewer_client, rich_version) -> None:
+    url = example_url(rich_version, "odd/id #3?")
+
+    response = viewer_client.get(url)
+
+    assert response.status_code == 200
+    assert response.context["example"].external_id == "odd/id #3?"
+
+
+def test_the_items_table_links_each_example_and_scrolls_in_its_own_box(viewer_client, rich_version) -> None:
+    html = viewer_client.get(reverse("datasets:detail", args=[rich_version.dataset_id])).content.decode()
+
+    for external_id in ("q-1", "q-2", "odd/id #3?"):
+        assert f'href="{example_url(rich_version, external_id)}"' in html
+    assert html.count('<div class="table-scroll">') == 2  # versions and items
+
+
+@pytest.mark.parametrize(("version_number", "external_id"), [(1, "nope"), (9, "q-1")])
+def test_an_unknown_example_or_version_is_not_found(viewer_client, rich_version, version_number, external_id) -> None:
+    url = reverse("datasets:example", args=[rich_version.dataset_id, version_number, external_id])
+    assert viewer_client.get(url).status_code == 404
+
+
+def test_an_example_of_another_dataset_is_not_found(viewer_client, rich_version, import_bytes) -> None:
+    other = import_bytes(jsonl(item(7)), name="other").version
+    assert viewer_client.get(example_url(other, "q-1")).status_code == 404
+
+
+def test_the_example_page_needs_a_login(client, rich_version) -> None:
+    response = client.get(example_url(rich_version, "q-1"))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_the_example_page_costs_a_fixed_number_of_queries(viewer_client, rich_version, django_assert_num_queries):
+    # session, user, the example with its version and dataset, the previous id, the next id
+    with django_assert_num_queries(5):
+        response = viewer_client.get(example_url(rich_version, "q-2"))
+    assert response.status_code == 200

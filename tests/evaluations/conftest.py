@@ -38,6 +38,8 @@ CELERY = str(Path(sys.executable).with_name("celery"))
 # Long enough that a CPU-starved 2-core CI box still renews leases in time; short enough that
 # the kill -9 test waits only seconds for the takeover.
 TEST_LEASE_SECONDS = 8
+# The Redis database an app (the broker, the rate limits) uses unless told otherwise: never the tests'.
+APP_REDIS_DB = 0
 
 
 @pytest.fixture
@@ -146,6 +148,18 @@ def worker_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def flush_test_redis(url: str) -> None:
+    """Empty the tests' own Redis database, never database 0: that is the one a developer's app uses."""
+    client = redis.Redis.from_url(url)
+    db = client.connection_pool.connection_kwargs.get("db", 0)
+    if int(db) == APP_REDIS_DB:
+        pytest.fail(
+            f"the worker tests empty their Redis database and {url} is database {APP_REDIS_DB}, the app's: "
+            "give the tests their own, e.g. REDIS_URL=redis://127.0.0.1:6379/15 (make test does)"
+        )
+    client.flushdb()
+
+
 @dataclass
 class Worker:
     process: subprocess.Popen
@@ -169,9 +183,9 @@ def celery_worker(transactional_db, tmp_path) -> Iterator[Callable[..., Worker]]
             message.unlink()
     else:
         assert settings.CELERY_BROKER_URL.startswith("redis://"), "worker tests need a redis:// or filesystem:// broker"
-        redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
+        flush_test_redis(settings.CELERY_BROKER_URL)
     if settings.REDIS_URL and settings.REDIS_URL != settings.CELERY_BROKER_URL:
-        redis.Redis.from_url(settings.REDIS_URL).flushdb()
+        flush_test_redis(settings.REDIS_URL)
     workers: list[Worker] = []
 
     def start(concurrency: int = 8, **env: str) -> Worker:

@@ -56,6 +56,23 @@ def test_in_process_run_passing_its_bars_exits_0(dataset, offline_judge, stub_ga
     assert document["aggregates"]["metrics"]["correctness"]["mean"] == 4.5
 
 
+def test_a_metric_without_a_threshold_shows_a_dash_not_a_pass_rate(dataset, offline_judge, stub_gateway) -> None:
+    out, _ = evaluate(
+        "--dataset", "river", "--judge", "offline-test", "--metrics", "citation_audit,retrieval", "--in-process",
+        "--run-settings", '{"thresholds": {"citation_audit": null}}',
+    )  # fmt: skip
+
+    rows = {
+        line.split()[0]: line.split()
+        for line in out.splitlines()
+        if line.split()[:1] in (["citation_audit"], ["retrieval"])
+    }
+    assert rows["citation_audit"][1:3] == ["1.000", "–"]  # every sentence cites a context; no bar, so no pass rate
+    assert rows["retrieval"][1:3] == ["1.000", "1.000"]
+    aggregates = Run.objects.get().aggregates["metrics"]
+    assert aggregates["citation_audit"]["pass_rate"] is None and aggregates["citation_audit"]["passed"] == 0
+
+
 def test_a_bar_not_reached_exits_1(dataset, offline_judge, stub_gateway, tmp_path) -> None:
     report = tmp_path / "report.json"
 

@@ -100,3 +100,15 @@ def test_login_page_lets_a_user_in(client, make_user):
 
     assert response.status_code == 302
     assert client.get("/datasets/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_wrong_password_is_reported_once(client, make_user):
+    make_user("ann", role="viewer")
+
+    response = client.post("/login/", {"username": "ann", "password": "wrong-password"})
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.count("Please enter a correct username and password") == 1
+    assert "errorlist" not in html  # no second copy as a bullet

@@ -33,7 +33,7 @@ def test_invalid_id_is_a_hallucination():
 
     assert audit.invalid_ids == ["stip-council"]
     assert audit.hallucination_detected is True
-    assert audit.score == 0.5  # one of two sentences carries only valid citations
+    assert audit.score == 0.0  # a made-up source outweighs the sentence that cites well
 
 
 def test_multiple_ids_in_one_marker_and_numeric_positions():
@@ -140,14 +140,19 @@ def test_custom_pattern_from_the_settings():
     assert outcome.passed is False
 
 
-def test_metric_outcome_passes_unless_hallucinated_and_needs_no_judge():
+def test_metric_score_says_how_well_the_answer_cites_and_passes_by_the_common_rule():
     cited = make_item("The proposal was authored by the Arbitrum Foundation [stip-tally].", dict.fromkeys(IDS, "text"))
     uncited = make_item("The proposal was authored by the Arbitrum Foundation.", dict.fromkeys(IDS, "text"))
     invalid = make_item("The proposal was vetoed by the Security Council [stip-council].", dict.fromkeys(IDS, "text"))
 
     outcomes = [CITATION_AUDIT.evaluate(item, make_ctx()) for item in (cited, uncited, invalid)]
 
-    assert [(o.score, o.passed) for o in outcomes] == [(1.0, True), (0.0, True), (0.0, False)]
+    # higher is better: citing well 1.0, citing nothing 0.0, citing a source that does not exist 0.0
+    assert [(o.score, o.passed, o.threshold) for o in outcomes] == [
+        (1.0, True, 0.5),
+        (0.0, False, 0.5),
+        (0.0, False, 0.5),
+    ]
     assert outcomes[2].details["hallucination_detected"] is True
     assert outcomes[2].details["invalid_ids"] == ["stip-council"]
     assert "stip-council" in outcomes[2].feedback

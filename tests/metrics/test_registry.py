@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from evaluations.metrics import METRIC_NAMES, REGISTRY, evaluate_item, execution_order, overall_score
-from evaluations.metrics.base import MetricContext, MetricOutcome
-from evaluations.metrics.run_settings import resolve_settings
+from evaluations.metrics.base import MetricContext, MetricOutcome, passes
+from evaluations.metrics.run_settings import THRESHOLD_RANGES, resolve_settings
 from judges.types import SUPPORTED, ClaimVerdict, Correctness, JudgeError, Relevancy, RubricScores
 from tests.metrics.conftest import ScriptedJudge, make_ctx, make_item
 
@@ -149,3 +149,39 @@ def test_evaluate_item_fills_in_default_settings_and_validates_them():
     assert outcome.passed is True
     with pytest.raises(ValueError, match="retrieval_k"):
         evaluate_item(item, ["retrieval"], MetricContext(judge=full_judge(), settings={"retrieval_k": 0}))
+
+
+def test_every_metric_passes_by_one_rule_and_without_a_threshold_neither_passes_nor_fails():
+    item = make_item(
+        "The sky is blue today [c1]. Grass is green in spring [c2].",
+        CONTEXTS,
+        reference_answer="Blue and green.",
+        expected_context_ids=("c2",),
+    )
+    scores = {
+        name: outcome.score
+        for name, outcome in evaluate_item(item, METRIC_NAMES, make_ctx(full_judge())).outcomes.items()
+    }
+
+    def outcomes_with(thresholds: dict) -> dict[str, MetricOutcome]:
+        return evaluate_item(item, METRIC_NAMES, make_ctx(full_judge(), thresholds=thresholds)).outcomes
+
+    below_the_top = {name: score for name, score in scores.items() if score < THRESHOLD_RANGES[name][1]}
+    at_the_score = outcomes_with(dict(scores))
+    just_above = outcomes_with({name: score + 0.01 for name, score in below_the_top.items()})
+    no_threshold = outcomes_with(dict.fromkeys(scores))
+
+    assert len(below_the_top) >= 2  # the rubric and retrieval here; the others score their best
+    assert {name: outcome.passed for name, outcome in at_the_score.items()} == dict.fromkeys(scores, True)
+    assert {name: just_above[name].passed for name in below_the_top} == dict.fromkeys(below_the_top, False)
+    assert {name: (outcome.threshold, outcome.passed) for name, outcome in no_threshold.items()} == dict.fromkeys(
+        scores, (None, None)
+    )
+
+
+@pytest.mark.parametrize(
+    ("score", "threshold", "passed"),
+    [(0.8, 0.8, True), (0.79, 0.8, False), (0.0, 0.0, True), (0.0, 0.1, False), (0.9, None, None), (None, 0.5, None)],
+)
+def test_passes(score, threshold, passed):
+    assert passes(score, threshold) is passed

@@ -96,6 +96,22 @@ def test_evaluate_threshold_on_reciprocal_rank_and_k_from_settings():
     assert (missed.score, missed.passed, missed.details["hit"]) == (0.0, False, False)
 
 
+def test_a_miss_fails_by_default_and_threshold_zero_passes_everything_alike():
+    # The old oddity: score 0.0 against threshold 0.0 was "failed". Now one rule, score ≥ threshold.
+    miss = make_item("x", {"a": "A", "b": "B"}, expected_context_ids=("z",))
+    ranked_second = make_item("x", {"a": "A", "b": "B"}, expected_context_ids=("b",))
+
+    by_default = [RETRIEVAL.evaluate(item, make_ctx()) for item in (miss, ranked_second)]
+    no_bar_at_zero = [
+        RETRIEVAL.evaluate(item, make_ctx(thresholds={"retrieval": 0.0})) for item in (miss, ranked_second)
+    ]
+    no_threshold = RETRIEVAL.evaluate(miss, make_ctx(thresholds={"retrieval": None}))
+
+    assert [(o.score, o.threshold, o.passed) for o in by_default] == [(0.0, 0.1, False), (0.5, 0.1, True)]
+    assert [(o.score, o.passed) for o in no_bar_at_zero] == [(0.0, True), (0.5, True)]
+    assert (no_threshold.score, no_threshold.threshold, no_threshold.passed) == (0.0, None, None)
+
+
 def test_no_expected_ids_is_skipped():
     outcome = RETRIEVAL.evaluate(make_item("x", {"a": "A"}), make_ctx())
 

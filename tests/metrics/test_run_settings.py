@@ -17,7 +17,8 @@ def test_defaults_when_nothing_given():
         "relevancy": 1.0,
         "rubric": 0.7,
         "correctness": 4.0,
-        "retrieval": 0.0,
+        "citation_audit": 0.5,
+        "retrieval": 0.1,
     }
     assert resolved["weights"] == {
         "faithfulness": 0.35,
@@ -78,6 +79,8 @@ def test_defaults_are_not_mutated_by_resolving():
         ({"thresholds": {"correctness": 0.5}}, "thresholds.correctness"),
         ({"thresholds": {"correctness": 6}}, "thresholds.correctness"),
         ({"thresholds": {"retrieval": 2}}, "thresholds.retrieval"),
+        ({"thresholds": {"citation_audit": 1.5}}, "thresholds.citation_audit"),
+        ({"thresholds": {"citation_audit": "high"}}, "thresholds.citation_audit"),
         ({"citation_pattern": "[unclosed"}, "citation_pattern"),
         ({"citation_pattern": r"\[\w+\]"}, "citation_pattern"),
         ({"citation_pattern": 42}, "citation_pattern"),
@@ -102,3 +105,11 @@ def test_custom_citation_pattern_with_a_group_is_accepted():
     resolved = resolve_settings({"citation_pattern": r"\(source: ([^)]+)\)"})
 
     assert resolved["citation_pattern"] == r"\(source: ([^)]+)\)"
+
+
+def test_a_threshold_set_to_null_means_no_bar():
+    resolved = resolve_settings({"thresholds": {"citation_audit": None, "correctness": None}})
+
+    assert resolved["thresholds"]["citation_audit"] is None
+    assert resolved["thresholds"]["correctness"] is None
+    assert resolved["thresholds"]["faithfulness"] == 0.8

@@ -45,7 +45,7 @@ LOG_PROGRESS_SECONDS = 5.0  # progress lines when stderr is not a terminal (CI l
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     def number(value: Any) -> str:
-        return "-" if value is None else f"{value:.3f}"
+        return "–" if value is None else f"{value:.3f}"  # no score, or no threshold to pass
 
     lines = [f"{'metric':<16} {'mean':>7} {'pass rate':>9} {'covered':>8} {'errored':>8}"]
     for row in rows:
