@@ -78,3 +78,15 @@ def version_example_count(version_id: int) -> int:
 def version_example_ids(version_id: int) -> Iterator[int]:
     """The version's example ids in file order (streamed: a run creates one item per id)."""
     return iter(Example.objects.filter(version_id=version_id).order_by("position").values_list("id", flat=True))
+
+
+def version_choices() -> list[DatasetVersion]:
+    """Every version with its dataset, grouped by dataset name, newest version first (for pickers)."""
+    return list(DatasetVersion.objects.select_related("dataset").order_by("dataset__name", "-number"))
+
+
+def latest_version_id(versions: list[DatasetVersion], *, dataset_id: int | None = None) -> int | None:
+    """The newest version of `dataset_id`, else the most recently uploaded version of any dataset."""
+    candidates = [version for version in versions if dataset_id is None or version.dataset_id == dataset_id]
+    candidates = candidates or versions
+    return max(candidates, key=lambda version: version.created_at).pk if candidates else None

@@ -1,0 +1,39 @@
+"""Plotly figures of the run pages, built in Python; the page loads plotly.min.js from our static files."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from django.utils.safestring import SafeString, mark_safe
+
+from evaluations.run_selectors import Histogram
+
+ACCENT = "#4f46e5"
+PLOT_CONFIG = {"displayModeBar": False, "responsive": True}
+HEIGHT = 170
+# Built once: validating a layout costs ~7 ms, several times the rest of a figure.
+_HISTOGRAM_LAYOUT = go.Layout(
+    height=HEIGHT,
+    margin={"l": 36, "r": 8, "t": 8, "b": 28},
+    bargap=0,
+    plot_bgcolor="#ffffff",
+    paper_bgcolor="#ffffff",
+    font={"size": 11, "color": "#667085"},
+    xaxis={"gridcolor": "#eaecf0", "zeroline": False},
+    yaxis={"gridcolor": "#eaecf0", "zeroline": False, "rangemode": "tozero"},
+)
+
+
+def histogram_html(histogram: Histogram) -> SafeString:
+    """A bar chart of the histogram's bins. Only numbers reach the figure (no dataset text), so its
+    hover labels cannot carry markup."""
+    bars = go.Bar(
+        x=histogram.centers,
+        y=histogram.counts,
+        width=histogram.width * 0.92,
+        marker_color=ACCENT,
+        hovertemplate="score %{x:.2f}: %{y} items<extra></extra>",
+    )
+    figure = go.Figure(data=[bars], layout=_HISTOGRAM_LAYOUT)
+    figure.layout.xaxis.range = [histogram.low, histogram.high]
+    html = figure.to_html(include_plotlyjs=False, full_html=False, config=PLOT_CONFIG, default_height=f"{HEIGHT}px")
+    return mark_safe(html)  # Plotly's own markup around our numbers
