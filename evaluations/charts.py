@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import plotly.graph_objects as go
+from django.core.cache import cache
 from django.utils.safestring import SafeString, mark_safe
 
 from evaluations.run_selectors import Histogram
@@ -37,3 +40,18 @@ def histogram_html(histogram: Histogram) -> SafeString:
     figure.layout.xaxis.range = [histogram.low, histogram.high]
     html = figure.to_html(include_plotlyjs=False, full_html=False, config=PLOT_CONFIG, default_height=f"{HEIGHT}px")
     return mark_safe(html)  # Plotly's own markup around our numbers
+
+
+# A finished run's charts change only when its aggregates do (an override): cache the HTML by content.
+CHART_CACHE_SECONDS = 3600
+
+
+def histograms_html(run_id: int, histograms: list[Histogram]) -> list[tuple[str, SafeString]]:
+    """(name, chart HTML) per histogram, from the cache when the same counts were drawn before."""
+    digest = hashlib.blake2b(repr([(h.name, h.low, h.high, h.counts) for h in histograms]).encode()).hexdigest()
+    key = f"run-histograms:{run_id}:{digest}"
+    charts = cache.get(key)
+    if charts is None:
+        charts = [(histogram.name, str(histogram_html(histogram))) for histogram in histograms]
+        cache.set(key, charts, CHART_CACHE_SECONDS)
+    return [(name, mark_safe(html)) for name, html in charts]  # our own figures (see histogram_html)

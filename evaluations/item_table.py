@@ -9,7 +9,7 @@ MetricResult's (item, metric) unique index.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import islice
@@ -19,7 +19,9 @@ from urllib.parse import urlencode
 from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.utils.functional import cached_property
 
+from evaluations.aggregates import SCORE_SCALES
 from evaluations.metrics import execution_order
 from evaluations.models import Claim, ItemStatus, MetricResult, RunItem, Verdict
 
@@ -29,6 +31,18 @@ PAGE_SIZE = 50
 EXPORT_CHUNK_SIZE = 1000
 OVERALL = "overall"
 ANY_METRIC = "any"
+VERDICT_LABELS = {
+    Verdict.SUPPORTED: "supported",
+    Verdict.PARTIALLY_SUPPORTED: "partial",
+    Verdict.CONTRADICTED: "contradicted",
+    Verdict.NOT_ENOUGH_INFO: "no info",
+}
+VERDICT_SYMBOLS = {
+    Verdict.SUPPORTED: "✓",
+    Verdict.PARTIALLY_SUPPORTED: "◐",
+    Verdict.CONTRADICTED: "✗",
+    Verdict.NOT_ENOUGH_INFO: "?",
+}
 REVIEWED_CHOICES = ("yes", "no")
 
 
@@ -126,15 +140,16 @@ def _tag_filter(tag: str) -> Q:
 
 
 def _ordering(query: ItemQuery) -> list[Any]:
+    # Items are created in their examples' file order, so the id is the position order without a join.
     if not query.sort:
-        return ["example__position", "id"]
+        return ["id"]
     if query.sort_column == OVERALL:
         key = F("overall_score")
     else:
         score = MetricResult.objects.filter(item=OuterRef("pk"), metric=query.sort_column).values("score")[:1]
         key = Subquery(score)
     ordered = key.desc(nulls_last=True) if query.descending else key.asc(nulls_last=True)
-    return [ordered, "example__position", "id"]
+    return [ordered, "id"]
 
 
 # --- Rows ----------------------------------------------------------------------------------
@@ -155,6 +170,36 @@ class ItemRow:
     scores: dict[str, MetricResult | None] = field(default_factory=dict)  # metric -> result (score, passed)
     verdicts: dict[str, int] = field(default_factory=dict)  # current verdict -> claims
 
+    def verdict_badges(self) -> list[tuple[str, str]]:
+        """(verdict, "✗ 2 contradicted") per verdict present: colour and word, never colour alone."""
+        return [
+            (verdict, f"{VERDICT_SYMBOLS[verdict]} {n} {VERDICT_LABELS[verdict]}")
+            for verdict, n in self.verdicts.items()
+        ]
+
+    def score_cells(self) -> list[ScoreCell]:
+        """The overall then each metric, ready to print (the table's hot loop, kept out of the template)."""
+        cells = [ScoreCell.of(OVERALL, self.overall, None)]
+        for name, result in self.scores.items():
+            cells.append(ScoreCell.of(name, result.score if result else None, result.passed if result else None))
+        return cells
+
+
+@dataclass(frozen=True)
+class ScoreCell:
+    text: str  # "" when there is no score
+    state: str  # "pass", "fail" or ""
+    share: str  # the score's share of its scale, for the bar under it
+
+    @classmethod
+    def of(cls, metric: str, score: float | None, passed: bool | None) -> ScoreCell:
+        if score is None:
+            return cls("", "", "0")
+        low, high = SCORE_SCALES.get(metric, (0.0, 1.0))
+        share = min(max((score - low) / (high - low), 0.0), 1.0)
+        state = "pass" if passed else "fail" if passed is False else ""
+        return cls(f"{score:.2f}", state, f"{share:.3f}")
+
 
 _ROW_FIELDS = (
     "id",
@@ -172,10 +217,23 @@ _ROW_FIELDS = (
 
 def item_page(run_id: int, metrics: Sequence[str], query: ItemQuery, page_number: Any) -> Page:
     """One page of the table: Page.object_list is a list of ItemRow (three queries plus the count)."""
-    paginator = Paginator(item_queryset(run_id, query).values_list(*_ROW_FIELDS), PAGE_SIZE)
+    items = item_queryset(run_id, query)
+    paginator = _CountedPaginator(items.values_list(*_ROW_FIELDS), PAGE_SIZE, count=items.order_by().count)
     page = paginator.get_page(page_number)
     page.object_list = _rows(list(page.object_list), metrics, with_verdicts=True)
     return page
+
+
+class _CountedPaginator(Paginator):
+    """A paginator counting with its own query: COUNT over a values() queryset keeps its joins."""
+
+    def __init__(self, object_list: Any, per_page: int, *, count: Callable[[], int]) -> None:
+        super().__init__(object_list, per_page)
+        self._count = count
+
+    @cached_property
+    def count(self) -> int:
+        return self._count()
 
 
 def item_export_rows(run_id: int, metrics: Sequence[str], query: ItemQuery) -> Iterator[ItemRow]:

@@ -1,21 +1,16 @@
-"""Reads behind the run pages: the runs list, one run with its relations, score distributions, review counts."""
+"""Reads behind the run pages: the runs list, one run with its relations, review counts, stored score distributions."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from django.db.models import Count, Q, QuerySet
-from django.db.models.functions import Round
 
-from evaluations.metrics.settings import THRESHOLD_RANGES
-from evaluations.models import MetricResult, Run, RunItem, RunStatus
-
-HISTOGRAM_BINS = 20
-# Score ranges that are not 0..1 (correctness is the judge's 1..5).
-SCORE_RANGES: dict[str, tuple[float, float]] = {"correctness": THRESHOLD_RANGES["correctness"]}
+from evaluations.aggregates import SCORE_SCALES
+from evaluations.models import Run, RunItem, RunStatus
 
 
 @dataclass(frozen=True)
@@ -89,7 +84,7 @@ class Histogram:
     name: str
     low: float
     high: float
-    counts: list[int]  # HISTOGRAM_BINS equal bins from low to high (high falls in the last bin)
+    counts: list[int]  # equal bins from low to high
 
     @property
     def width(self) -> float:
@@ -100,40 +95,11 @@ class Histogram:
         return [round(self.low + (i + 0.5) * self.width, 4) for i in range(len(self.counts))]
 
 
-def score_histograms(run_id: int, metrics: Sequence[str], *, with_overall: bool) -> list[Histogram]:
-    """Score distributions of the run's metrics (and the item overall), binned from values rounded in the database.
-
-    Two grouped queries whatever the run size: scores are rounded to 2 decimals and counted per value
-    by PostgreSQL, then the (few hundred) value counts are binned here.
-    """
-    values: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    rows = (
-        MetricResult.objects.filter(item__run_id=run_id, metric__in=list(metrics), score__isnull=False)
-        .annotate(value=Round("score", 2))
-        .values_list("metric", "value")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    for metric, value, n in rows:
-        values[metric].append((value, n))
-    names = list(metrics)
-    if with_overall:
-        names = ["overall", *names]
-        overall = (
-            RunItem.objects.filter(run_id=run_id, overall_score__isnull=False)
-            .annotate(value=Round("overall_score", 2))
-            .values_list("value")
-            .annotate(n=Count("id"))
-            .order_by()
-        )
-        values["overall"] = list(overall)
-    return [_binned(name, values[name]) for name in names if values[name]]
-
-
-def _binned(name: str, value_counts: list[tuple[float, int]]) -> Histogram:
-    low, high = SCORE_RANGES.get(name, (0.0, 1.0))
-    counts = [0] * HISTOGRAM_BINS
-    for value, n in value_counts:
-        share = (min(max(value, low), high) - low) / (high - low)
-        counts[min(int(share * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += n
-    return Histogram(name=name, low=low, high=high, counts=counts)
+def run_histograms(aggregates: Mapping[str, Any], names: Sequence[str]) -> list[Histogram]:
+    """The stored score distributions (Run.aggregates["histograms"], written when the run finished), in `names` order."""
+    stored = aggregates.get("histograms") or {}
+    return [
+        Histogram(name, *SCORE_SCALES.get(name, (0.0, 1.0)), counts=list(stored[name]))
+        for name in names
+        if name in stored
+    ]

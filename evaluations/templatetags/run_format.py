@@ -6,6 +6,8 @@ from typing import Any
 
 from django import template
 
+from evaluations.item_table import VERDICT_LABELS, VERDICT_SYMBOLS
+
 register = template.Library()
 
 
@@ -38,30 +40,12 @@ def score(value: float | None, digits: int = 2) -> str:
 
 
 @register.filter
-def unit_share(value: float | None, metric: str = "") -> str:
-    """A score as a share of its scale, for the little bar under it (correctness is 1..5)."""
-    if value is None:
-        return "0"
-    share = (value - 1) / 4 if metric == "correctness" else value
-    return f"{min(max(share, 0.0), 1.0):.3f}"
-
-
-@register.filter
 def get(mapping: Any, key: str) -> Any:
     """mapping[key] or None (templates cannot index with a variable)."""
     try:
         return mapping.get(key)
     except AttributeError:
         return None
-
-
-VERDICT_LABELS = {
-    "SUPPORTED": "supported",
-    "PARTIALLY_SUPPORTED": "partial",
-    "CONTRADICTED": "contradicted",
-    "NOT_ENOUGH_INFO": "no info",
-}
-VERDICT_SYMBOLS = {"SUPPORTED": "✓", "PARTIALLY_SUPPORTED": "◐", "CONTRADICTED": "✗", "NOT_ENOUGH_INFO": "?"}
 
 
 @register.filter

@@ -18,7 +18,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 from datasets import selectors as dataset_selectors
 from evalsite.roles import REVIEWER, has_role, require_role
 from evaluations import exports, item_table, run_selectors, services
-from evaluations.charts import histogram_html
+from evaluations.charts import histograms_html
 from evaluations.forms import RunForm
 from evaluations.item_table import ItemQuery, ItemQueryError
 from evaluations.metrics import execution_order, has_overall
@@ -141,12 +141,8 @@ def _table_context(run: Run, query: ItemQuery) -> dict:
 def _page_context(request: HttpRequest, run: Run) -> dict:
     aggregates = run.aggregates or {}
     metrics = execution_order(run.metrics)
-    histograms = []
-    if run.is_finished:
-        histograms = [
-            (histogram.name, histogram_html(histogram))
-            for histogram in run_selectors.score_histograms(run.pk, metrics, with_overall=has_overall(metrics))
-        ]
+    names = [item_table.OVERALL, *metrics] if has_overall(metrics) else metrics
+    histograms = histograms_html(run.pk, run_selectors.run_histograms(aggregates, names))
     can_control = has_role(request.user, REVIEWER)
     return {
         "progress": run_progress(run.pk) if not run.is_finished else None,
