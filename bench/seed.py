@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from datasets.models import Dataset, DatasetVersion, Example
 from evaluations.models import Claim, ItemStatus, MetricResult, Run, RunItem, RunStatus, Verdict
-from evaluations.services import build_aggregates
+from evaluations.services.runs import build_aggregates
 from judges.models import JudgeConfig, Provider
 
 METRICS = ["faithfulness", "relevancy", "rubric", "correctness"]

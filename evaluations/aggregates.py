@@ -95,7 +95,7 @@ def score_histogram(values: Iterable[float], low: float = 0.0, high: float = 1.0
 
 
 def _histograms(items: Sequence[ItemSummary], metrics: Sequence[str]) -> dict[str, list[int]]:
-    done = [item for item in items if item.status == DONE]
+    done = [item for item in items if item.status == ItemStatus.DONE]
     values = {OVERALL: [item.overall for item in done if item.overall is not None]}
     for name in metrics:
         values[name] = [

@@ -9,7 +9,7 @@ from django import forms
 
 from datasets.models import DatasetVersion
 from evaluations.metrics import METRIC_NAMES
-from evaluations.metrics.settings import DEFAULT_SETTINGS, MAX_REPEATS, THRESHOLD_RANGES
+from evaluations.metrics.run_settings import DEFAULT_SETTINGS, MAX_REPEATS, THRESHOLD_RANGES
 from judges.models import JudgeConfig
 
 METRIC_HELP = {

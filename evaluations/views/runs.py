@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -16,15 +17,16 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HTMX_STOP_POLLING
 
 from datasets import selectors as dataset_selectors
-from evalsite.roles import REVIEWER, has_role, require_role
-from evaluations import exports, item_table, run_selectors, services
+from evalsite.roles import REVIEWER, has_role
+from evaluations import exports, item_table, run_selectors
 from evaluations.charts import histograms_html
 from evaluations.forms import RunForm
 from evaluations.item_table import ItemQuery, ItemQueryError
 from evaluations.metrics import execution_order, has_overall
-from evaluations.metrics.settings import SettingsError
+from evaluations.metrics.run_settings import SettingsError
 from evaluations.models import FINISHED_STATUSES, ItemStatus, Run, RunStatus, Verdict
 from evaluations.selectors import run_progress
+from evaluations.services import runs as run_services
 from judges import selectors as judge_selectors
 
 RUNS_PER_PAGE = 25
@@ -49,7 +51,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def run_new(request: HttpRequest) -> HttpResponse:
-    require_role(request.user, REVIEWER, "Starting a run")
+    if not has_role(request.user, REVIEWER):
+        raise PermissionDenied("Starting a run needs the reviewer role.")  # before showing the form
     versions = dataset_selectors.version_choices()
     dataset_id = request.GET.get("dataset")
     initial_version = dataset_selectors.latest_version_id(
@@ -58,7 +61,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
     form = RunForm(request.POST or None, versions=versions, initial_version=initial_version)
     if request.method == "POST" and form.is_valid():
         try:
-            run = services.run_create(
+            run = run_services.run_create(
                 dataset_version=form.cleaned_data["dataset_version"],
                 judge_config=form.cleaned_data["judge_config"],
                 metrics=form.cleaned_data["metrics"],
@@ -164,8 +167,8 @@ def _page_context(request: HttpRequest, run: Run) -> dict:
 # --- Controls ----------------------------------------------------------------------------------
 
 
-def _control(request: HttpRequest, run_id: int, action: str, service: Callable[[Run], str]) -> HttpResponse:
-    require_role(request.user, REVIEWER, action)
+def _control(request: HttpRequest, run_id: int, service: Callable[[Run], str]) -> HttpResponse:
+    """POST a run control: the service checks the role (PermissionDenied: 403) and the run's status."""
     run = _get_run(run_id)
     try:
         messages.success(request, service(run))
@@ -177,28 +180,28 @@ def _control(request: HttpRequest, run_id: int, action: str, service: Callable[[
 @require_POST
 def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
     def cancel(run: Run) -> str:
-        run = services.run_cancel(run=run)
+        run = run_services.run_cancel(run=run, user=request.user)
         return f"Run {run.pk} is {run.get_status_display().lower()}."
 
-    return _control(request, run_id, "Cancelling a run", cancel)
+    return _control(request, run_id, cancel)
 
 
 @require_POST
 def run_resume(request: HttpRequest, run_id: int) -> HttpResponse:
     def resume(run: Run) -> str:
-        services.run_resume(run=run)
+        run_services.run_resume(run=run, user=request.user)
         return f"Run {run.pk} resumed."
 
-    return _control(request, run_id, "Resuming a run", resume)
+    return _control(request, run_id, resume)
 
 
 @require_POST
 def run_rerun_failed(request: HttpRequest, run_id: int) -> HttpResponse:
     def rerun(run: Run) -> str:
-        count = services.run_rerun_failed(run=run)
+        count = run_services.run_rerun_failed(run=run, user=request.user)
         return f"Re-running {count} failed items of run {run.pk}."
 
-    return _control(request, run_id, "Re-running failed items", rerun)
+    return _control(request, run_id, rerun)
 
 
 # --- Exports -----------------------------------------------------------------------------------
