@@ -18,6 +18,7 @@ class JudgeConfigForm(forms.ModelForm):
     class Meta:
         model = JudgeConfig
         fields = ("name", *services.EDITABLE_FIELDS)
+        labels = {"base_url": "Base URL", "api_key_env": "API key variable", "max_tokens": "Max reply tokens"}
 
     def _get_validation_exclusions(self) -> set[str]:
         return super()._get_validation_exclusions() | {"base_url"}  # checked by judge_config_validate
