@@ -16,7 +16,7 @@ from evaluations import item_table
 from evaluations.exports import spreadsheet_safe
 from evaluations.models import RunItem
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 
 @pytest.fixture
