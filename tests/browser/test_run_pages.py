@@ -96,6 +96,8 @@ def test_a_viewer_sees_no_run_controls(page, make_user):
     run = seed_finished_run(20, name="nightly")
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)
     make_user("vic")
+    failed: list[str] = []
+    page.on("response", lambda response: response.status >= 400 and failed.append(f"{response.status} {response.url}"))
     log_in(page, "vic")
 
     page.goto("/runs/")
@@ -106,6 +108,8 @@ def test_a_viewer_sees_no_run_controls(page, make_user):
     assert page.locator(".run-controls").count() == 0
     assert page.locator("#run-progress").count() == 1
     assert page.locator("button:text('Cancel run')").count() == 0
+    page.wait_for_timeout(1500)  # a poll or two
+    assert not failed, failed  # no 404 (favicon, static files) and no failing poll
 
 
 def test_dataset_text_executes_nothing(page, make_user):

@@ -416,3 +416,22 @@ def test_the_items_fragment_runs_a_fixed_number_of_queries(viewer, django_assert
     # session, user, run, count, page, results, verdicts
     with django_assert_num_queries(7):
         items_fragment(viewer, run, sort="-rubric", failing="faithfulness", q="report")
+
+
+def test_a_dataset_page_offers_reviewers_a_run_of_it_with_its_version_preselected(client, make_user, run):
+    other = seed_finished_run(2, name="other")  # the most recent upload: preselected without ?dataset=
+    client.force_login(make_user("rita", role="reviewer"))
+
+    detail = client.get(reverse("datasets:detail", args=[run.dataset_version.dataset_id])).content.decode()
+    form = client.get(reverse("evaluations:run_new"), {"dataset": run.dataset_version.dataset_id}).content.decode()
+    default = client.get(reverse("evaluations:run_new")).content.decode()
+
+    assert f'href="/runs/new/?dataset={run.dataset_version.dataset_id}"' in detail
+    assert re.search(rf'<option value="{run.dataset_version.pk}"[^>]*selected', form)
+    assert re.search(rf'<option value="{other.dataset_version.pk}"[^>]*selected', default)
+
+
+def test_a_viewer_is_not_offered_a_run_from_the_dataset_page(viewer, run):
+    detail = viewer.get(reverse("datasets:detail", args=[run.dataset_version.dataset_id])).content.decode()
+
+    assert "/runs/new/" not in detail
