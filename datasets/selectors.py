@@ -93,3 +93,15 @@ def neighbour_ids(example: Example) -> tuple[str | None, str | None]:
     previous = siblings.filter(position__lt=example.position).order_by("-position").first()
     following = siblings.filter(position__gt=example.position).order_by("position").first()
     return previous, following
+
+
+def version_choices() -> list[DatasetVersion]:
+    """Every version with its dataset, grouped by dataset name, newest version first (for pickers)."""
+    return list(DatasetVersion.objects.select_related("dataset").order_by("dataset__name", "-number"))
+
+
+def latest_version_id(versions: list[DatasetVersion], *, dataset_id: int | None = None) -> int | None:
+    """The newest version of `dataset_id`, else the most recently uploaded version of any dataset."""
+    candidates = [version for version in versions if dataset_id is None or version.dataset_id == dataset_id]
+    candidates = candidates or versions
+    return max(candidates, key=lambda version: version.created_at).pk if candidates else None

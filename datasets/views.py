@@ -16,7 +16,7 @@ from datasets.forms import DatasetUploadForm
 from datasets.models import Dataset, DatasetVersion, Example
 from datasets.parsing import DatasetImportError
 from datasets.services import dataset_import
-from evalsite.roles import ADMIN, has_role
+from evalsite.roles import ADMIN, REVIEWER, has_role
 
 EXAMPLES_PER_PAGE = 25
 
@@ -74,6 +74,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "version": version,
         "page": page,
         "can_upload": has_role(request.user, ADMIN),
+        "can_evaluate": has_role(request.user, REVIEWER),
     }
     return render(request, "datasets/dataset_detail.html", context)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.exceptions import PermissionDenied
 
 VIEWER = "viewer"
 REVIEWER = "reviewer"
@@ -25,3 +26,9 @@ def has_role(user: AbstractBaseUser | AnonymousUser, role: str) -> bool:
     """Every signed-in user is at least a viewer."""
     held = user_role(user)
     return held is not None and _RANK[held] >= _RANK[role]
+
+
+def require_role(user: AbstractBaseUser | AnonymousUser, role: str, action: str) -> None:
+    """PermissionDenied naming the action and the role it needs, unless the user holds that role."""
+    if not has_role(user, role):
+        raise PermissionDenied(f"{action} needs the {role} role.")

@@ -12,4 +12,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("datasets/", include("datasets.urls")),
+    path("runs/", include("evaluations.urls")),
+    path("judges/", include("judges.urls")),
 ]

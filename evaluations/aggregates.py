@@ -6,6 +6,9 @@ errored (the item failed: it has no score, and is never averaged in as one). The
 stats per tag. With `repeats` > 1, `combine_samples` folds the k evaluations of one item
 into one (mean score, per-item standard deviation), and the run's stats carry `std_mean`:
 the mean within-item standard deviation, the judge's (in)stability on that metric.
+
+`histograms` holds the score distribution of each metric and of the overall (HISTOGRAM_BINS
+equal bins over the metric's scale), so the run page charts them without reading the items.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from evaluations.models import ItemStatus
 
 OVERALL = "overall"  # the item overall's key beside the metrics' names
 _DIGITS = 6
+HISTOGRAM_BINS = 20
+# Score scales that are not 0..1 (correctness is the judge's 1..5).
+SCORE_SCALES: dict[str, tuple[float, float]] = {"correctness": (1.0, 5.0)}
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,28 @@ def run_aggregates(items: Iterable[ItemSummary], metrics: Sequence[str]) -> dict
             }
             for tag, tagged in sorted(by_tag.items())
         },
+        "histograms": _histograms(items, metrics),
+    }
+
+
+def score_histogram(values: Iterable[float], low: float = 0.0, high: float = 1.0) -> list[int]:
+    """Counts of the values in HISTOGRAM_BINS equal bins from low to high (high in the last bin; outliers clamped)."""
+    counts = [0] * HISTOGRAM_BINS
+    for value in values:
+        share = (min(max(value, low), high) - low) / (high - low)
+        counts[min(int(share * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+    return counts
+
+
+def _histograms(items: Sequence[ItemSummary], metrics: Sequence[str]) -> dict[str, list[int]]:
+    done = [item for item in items if item.status == ItemStatus.DONE]
+    values = {OVERALL: [item.overall for item in done if item.overall is not None]}
+    for name in metrics:
+        values[name] = [
+            item.results[name].score for item in done if name in item.results and item.results[name].score is not None
+        ]
+    return {
+        name: score_histogram(scores, *SCORE_SCALES.get(name, (0.0, 1.0))) for name, scores in values.items() if scores
     }
 
 

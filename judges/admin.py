@@ -1,33 +1,10 @@
 from __future__ import annotations
 
-from django import forms
 from django.contrib import admin
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
-from judges import services
+from judges.forms import JudgeConfigForm
 from judges.models import JudgeCall, JudgeConfig
-
-
-class JudgeConfigForm(forms.ModelForm):
-    # A plain CharField: the model's URLField rejects docker host names such as http://vllm:8000/v1.
-    base_url = forms.CharField(
-        required=False, help_text="e.g. http://localhost:8000/v1 for vLLM; empty for the provider's own API"
-    )
-
-    class Meta:
-        model = JudgeConfig
-        fields = ("name", *services.EDITABLE_FIELDS)
-
-    def _get_validation_exclusions(self) -> set[str]:
-        return super()._get_validation_exclusions() | {"base_url"}  # checked by judge_config_validate
-
-    def _post_clean(self) -> None:
-        super()._post_clean()
-        try:
-            services.judge_config_validate(self.instance)
-        except ValidationError as exc:
-            self._update_errors(exc)
 
 
 @admin.register(JudgeConfig)

@@ -37,3 +37,12 @@ def judge_spend_for_run(*, run_id: int) -> dict[str, int | Decimal]:
     )
     totals["errors"] = JudgeCall.objects.filter(run_id=run_id).exclude(error="").count()
     return totals
+
+
+def judge_config_list_with_spend() -> QuerySet[JudgeConfig]:
+    """Judge configs with what their logged calls cost so far (cache hits write no row: they are free)."""
+    return JudgeConfig.objects.annotate(
+        spend=Sum("calls__cost", default=Decimal(0)),
+        call_count=Count("calls"),
+        tokens=Sum("calls__input_tokens", default=0) + Sum("calls__output_tokens", default=0),
+    ).order_by("name")

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from datasets.models import DatasetVersion
 from datasets.selectors import version_example_count, version_example_ids
+from evalsite.roles import REVIEWER, require_role
 from evaluations.aggregates import run_aggregates
 from evaluations.engine import ItemOutcome, item_execute
 from evaluations.metrics import METRIC_NAMES, execution_order, require_known
@@ -88,8 +89,10 @@ def run_create(
 ) -> Run:
     """Store a queued run and (with `enqueue`) hand it to the workers once the transaction commits.
 
-    Raises ValueError naming the bad parameter (`metrics`, or the settings key).
+    Raises ValueError naming the bad parameter (`metrics`, or the settings key), PermissionDenied
+    when `user` (a person; None for the system: commands, tasks) is not a reviewer or admin.
     """
+    _require_run_control(user, "Starting a run")
     names = validate_metrics(metrics)
     resolved = resolve_settings(settings)
     run = Run.objects.create(
@@ -239,11 +242,19 @@ def run_aggregates_refresh(*, run: Run) -> None:
 # --- Cancel, resume, re-run ------------------------------------------------------------------
 
 
-def run_cancel(*, run: Run) -> Run:
+def _require_run_control(user: Any, action: str) -> None:
+    """People need the reviewer role to start or steer runs (viewers read); the system (user None) may."""
+    if user is not None:
+        require_role(user, REVIEWER, action)
+
+
+def run_cancel(*, run: Run, user: Any = None) -> Run:
     """Queued → cancelled; running → cancelling, then cancelled once the items in flight stop.
 
     Items interrupted by the cancel go back to pending (unscored) so that `run_resume` continues them.
+    PermissionDenied when `user` is given and is not a reviewer or admin (the same for resume and re-run).
     """
+    _require_run_control(user, "Cancelling a run")
     if not Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
         status=RunStatus.CANCELLED, finished_at=timezone.now()
     ):
@@ -256,8 +267,9 @@ def run_cancel(*, run: Run) -> Run:
 
 
 @transaction.atomic
-def run_resume(*, run: Run) -> Run:
+def run_resume(*, run: Run, user: Any = None) -> Run:
     """A cancelled run carries on with its pending items (the finished ones keep their results)."""
+    _require_run_control(user, "Resuming a run")
     if not Run.objects.filter(pk=run.pk, status=RunStatus.CANCELLED).update(
         status=RunStatus.RUNNING, finished_at=None, error=""
     ):
@@ -270,11 +282,12 @@ def run_resume(*, run: Run) -> Run:
 
 
 @transaction.atomic
-def run_rerun_failed(*, run: Run) -> int:
+def run_rerun_failed(*, run: Run, user: Any = None) -> int:
     """Reset the run's errored items (and anything stored for them) to pending and run them again.
 
     Returns how many items were reset.
     """
+    _require_run_control(user, "Re-running failed items")
     retryable = (RunStatus.COMPLETED_WITH_ERRORS, RunStatus.FAILED)
     if not Run.objects.filter(pk=run.pk, status__in=retryable).update(
         status=RunStatus.RUNNING, finished_at=None, error=""

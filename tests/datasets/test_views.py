@@ -292,7 +292,7 @@ def test_the_items_table_links_each_example_and_scrolls_in_its_own_box(viewer_cl
 
     for external_id in ("q-1", "q-2", "odd/id #3?"):
         assert f'href="{example_url(rich_version, external_id)}"' in html
-    assert html.count('<div class="table-scroll">') == 2  # versions and items
+    assert html.count('<div class="table-wrap table-scroll">') == 2  # versions and items
 
 
 @pytest.mark.parametrize(("version_number", "external_id"), [(1, "nope"), (9, "q-1")])

@@ -130,3 +130,23 @@ def test_repeats_leave_a_skipped_metric_skipped() -> None:
 
     assert combined["correctness"].score is None
     assert "samples" not in combined["correctness"].details
+
+
+def test_histograms_bin_each_metric_on_its_scale_and_leave_out_errors_and_skips():
+    items = [
+        ItemSummary(status="done", overall=0.0, results={"rubric": MetricScore(0.0), "correctness": MetricScore(5.0)}),
+        ItemSummary(status="done", overall=1.0, results={"rubric": MetricScore(0.52), "correctness": MetricScore(1.0)}),
+        ItemSummary(
+            status="done", overall=None, results={"rubric": MetricScore(1.0), "correctness": MetricScore(None)}
+        ),
+        ItemSummary(status="error"),
+    ]
+
+    histograms = run_aggregates(items, ["rubric", "correctness", "relevancy"])["histograms"]
+
+    assert set(histograms) == {"overall", "rubric", "correctness"}  # relevancy scored nothing
+    assert histograms["rubric"][0] == 1 and histograms["rubric"][10] == 1 and histograms["rubric"][19] == 1
+    assert (
+        sum(histograms["correctness"]) == 2 and histograms["correctness"][0] == 1 and histograms["correctness"][19] == 1
+    )
+    assert sum(histograms["overall"]) == 2

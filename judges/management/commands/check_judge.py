@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from judges import gateway, selectors
-from judges.types import JudgeError
+from judges import selectors
+from judges.checks import judge_check
 
 
 class Command(BaseCommand):
@@ -22,13 +22,7 @@ class Command(BaseCommand):
         if config is None:
             known = ", ".join(c.name for c in selectors.judge_config_list()) or "none yet"
             raise CommandError(f"no judge named {name!r} (known: {known}); create one with manage.py create_judge")
-        where = f"{config.provider} {config.model}" + (f" at {config.base_url}" if config.base_url else "")
-        try:
-            result = gateway.check(config)
-        except JudgeError as exc:
-            raise CommandError(f"judge {name!r} ({where}) failed: {exc}") from None
-        label = " [offline heuristic, not an LLM]" if config.is_heuristic else ""
-        self.stdout.write(
-            self.style.SUCCESS(f"ok: judge {name!r} ({where}){label} answered in {result.latency_ms} ms")
-            + f" ({result.input_tokens} input + {result.output_tokens} output tokens): {result.value}"
-        )
+        report = judge_check(config)
+        if not report.ok:
+            raise CommandError(report.message)
+        self.stdout.write(self.style.SUCCESS(f"ok: {report.message}"))

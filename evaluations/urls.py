@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from evaluations.views import runs
+
+app_name = "evaluations"
+
+# Run pages (evaluations/views/runs.py).
+urlpatterns = [
+    path("", runs.run_list, name="run_list"),
+    path("new/", runs.run_new, name="run_new"),
+    path("<int:run_id>/", runs.run_detail, name="run_detail"),
+    path("<int:run_id>/cancel/", runs.run_cancel, name="run_cancel"),
+    path("<int:run_id>/resume/", runs.run_resume, name="run_resume"),
+    path("<int:run_id>/rerun-failed/", runs.run_rerun_failed, name="run_rerun_failed"),
+    path("<int:run_id>/export.csv", runs.run_export, {"fmt": "csv"}, name="run_export_csv"),
+    path("<int:run_id>/export.json", runs.run_export, {"fmt": "json"}, name="run_export_json"),
+]
+
+# Item review pages (evaluations/views/review.py) are added below.
