@@ -98,6 +98,8 @@ def test_a_viewer_sees_no_run_controls(page, make_user):
     make_user("vic")
     failed: list[str] = []
     page.on("response", lambda response: response.status >= 400 and failed.append(f"{response.status} {response.url}"))
+    page.goto("/login/")
+    shoot(page, "login")
     log_in(page, "vic")
 
     page.goto("/runs/")
