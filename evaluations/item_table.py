@@ -8,6 +8,7 @@ MetricResult's (item, metric) unique index.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -134,8 +135,6 @@ def _tag_filter(tag: str) -> Q:
     if connection.vendor == "postgresql":
         return Q(example__tags__contains=[tag])  # jsonb containment
     # SQLite has no JSON containment lookup: match the quoted tag in the array's JSON text.
-    import json
-
     return Q(example__tags__icontains=json.dumps(tag))
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from evaluations.item_table import VERDICT_LABELS, VERDICT_SYMBOLS
+from evaluations.item_table import VERDICT_LABELS
 
 register = template.Library()
 
@@ -52,11 +52,6 @@ def get(mapping: Any, key: str) -> Any:
 def verdict_label(verdict: str) -> str:
     """The word shown with a verdict's colour (never colour alone)."""
     return VERDICT_LABELS.get(verdict, verdict.lower())
-
-
-@register.filter
-def verdict_symbol(verdict: str) -> str:
-    return VERDICT_SYMBOLS.get(verdict, "")
 
 
 @register.filter

@@ -27,6 +27,7 @@ def shoot(page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for width in (1280, 768):
         page.set_viewport_size({"width": width, "height": 900})
+        page.evaluate("window.scrollTo(0, 0)")  # the sticky header stays on top in a full-page shot
         page.wait_for_timeout(150)  # let Plotly's responsive charts resize
         page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True)
     page.set_viewport_size({"width": 1280, "height": 900})
@@ -98,6 +99,8 @@ def test_a_viewer_sees_no_run_controls(page, make_user):
     make_user("vic")
     failed: list[str] = []
     page.on("response", lambda response: response.status >= 400 and failed.append(f"{response.status} {response.url}"))
+    page.goto("/login/")
+    shoot(page, "login")
     log_in(page, "vic")
 
     page.goto("/runs/")
