@@ -116,14 +116,17 @@ def run_start(*, run_id: int) -> None:
         logger.info("run %s is gone; nothing to start", run_id)
         return
     now = timezone.now()
-    if run.status == RunStatus.QUEUED:
-        Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING, started_at=now)
-        run.refresh_from_db()
-    if run.status != RunStatus.RUNNING:
-        return
-    if run.started_at is None:
-        Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
-    _create_items(run)
+    # One transaction: a reaper must never see the run running before its items exist (it would
+    # find nothing left to do and finish the run with 0 items done).
+    with transaction.atomic():
+        if run.status == RunStatus.QUEUED:
+            Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(status=RunStatus.RUNNING, started_at=now)
+            run.refresh_from_db()
+        if run.status != RunStatus.RUNNING:
+            return
+        if run.started_at is None:
+            Run.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
+        _create_items(run)
     if not _heartbeat_is_fresh(run):
         run_feed(run_id=run_id, count=feed_window(run.judge_config) - run_in_flight(run_id))
     run_finalize_if_idle(run_id=run_id)
