@@ -89,7 +89,7 @@ def review_queue(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def _claim_and_scores(request: HttpRequest, run_id: int, item_id: int, claim_id: int, error: str) -> HttpResponse:
-    """The claim's fragment (with its history), then the score panel swapped out of band."""
+    """The claim's fragment (with its history), then the score summary and details swapped out of band."""
     item = selectors.item_for_review(run_id, item_id)
     claims = {claim.pk: claim for claim in selectors.item_claims(item_id)}
     results = selectors.item_results(item_id)
@@ -101,7 +101,9 @@ def _claim_and_scores(request: HttpRequest, run_id: int, item_id: int, claim_id:
         **_score_context(item, results),
         **_review_context(request),
     }
-    html = "".join(render_to_string(f"{TEMPLATE}#{name}", context, request=request) for name in ("claim", "scores"))
+    html = "".join(
+        render_to_string(f"{TEMPLATE}#{name}", context, request=request) for name in ("claim", "summary", "scores")
+    )
     return HttpResponse(html)
 
 
