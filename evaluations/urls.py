@@ -24,4 +24,5 @@ urlpatterns += [
     path("<int:run_id>/items/<int:item_id>/claims/<int:claim_id>/review/", review.claim_review, name="claim_review"),
     path("<int:run_id>/items/<int:item_id>/reviewed/", review.item_mark_reviewed, name="item_mark_reviewed"),
     path("<int:run_id>/review/", review.review_queue, name="review_queue"),
+    path("<int:run_id>/review/next/", review.review_next, name="review_next"),
 ]

@@ -78,6 +78,21 @@ def item_mark_reviewed(request: HttpRequest, run_id: int, item_id: int) -> HttpR
 
 
 @require_GET
+def review_next(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Open the item most in need of review (not `?after=`, the one just left); the queue when none is left.
+
+    A redirect rather than a link computed on every item page: the queue's order costs a pass over the run.
+    """
+    after = request.GET.get("after", "")
+    head = selectors.review_queue_head(run_id, skip=int(after) if after.isdigit() else None)
+    if head is None:
+        return redirect("evaluations:review_queue", run_id)
+    params = selectors.list_params(request.GET)
+    url = reverse("evaluations:item_review", args=[run_id, head])
+    return redirect(f"{url}?{params.query}" if params.query else url)
+
+
+@require_GET
 def review_queue(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("dataset_version__dataset", "judge_config"), pk=run_id)
     page = Paginator(selectors.review_queue(run_id), QUEUE_PER_PAGE).get_page(request.GET.get("page"))

@@ -11,6 +11,7 @@ import pytest
 from datasets.services import dataset_import
 from evaluations import services
 from evaluations.models import Claim, Run, RunItem, VerdictOverride
+from evaluations.review_selectors import review_queue_head
 from judges.services import judge_default_offline
 from tests.browser.conftest import SCREENSHOTS, log_in
 
@@ -118,13 +119,7 @@ def test_a_reviewer_overrides_undoes_and_confirms_in_place_and_the_queue_follows
     page.goto(item_path(worst))
     with page.expect_navigation():
         page.keyboard.press("n")
-    assert f"/runs/{run.pk}/items/{rows_first(run)}/" in page.url
-
-
-def rows_first(run: Run) -> int:
-    from evaluations.review_selectors import review_queue
-
-    return review_queue(run.pk).values_list("pk", flat=True).first()
+    assert f"/runs/{run.pk}/items/{review_queue_head(run.pk)}/" in page.url
 
 
 def test_a_viewer_sees_verdicts_but_no_controls_and_a_forged_post_is_refused(page, make_user) -> None:

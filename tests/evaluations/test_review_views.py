@@ -7,6 +7,7 @@ import re
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from bench.seed_review import example_row, seed_finished_run
 from evaluations import review_services
@@ -192,9 +193,17 @@ def test_next_to_review_is_the_head_of_the_queue(run, reviewer_client) -> None:
     items = items_of(run)
     RunItem.objects.filter(pk=items[5].pk).update(status=ItemStatus.ERROR)
 
-    html = reviewer_client.get(item_url(items[0])).content.decode()
+    html = reviewer_client.get(item_url(items[0], "sort=-overall")).content.decode()
+    link = re.search(r'id="next-review" href="([^"]+)"', html).group(1).replace("&amp;", "&")
+    response = reviewer_client.get(link)
 
-    assert f'id="next-review" href="{item_url(items[5])}"' in html
+    assert response.status_code == 302 and response["Location"] == item_url(items[5], "sort=-overall")
+    # the item just left is skipped; with nothing left to review the queue opens
+    assert reviewer_client.get(link.replace(f"after={items[0].pk}", f"after={items[5].pk}"))["Location"] != item_url(
+        items[5], "sort=-overall"
+    )
+    RunItem.objects.filter(run=run).update(reviewed_at=timezone.now())
+    assert reviewer_client.get(link)["Location"] == reverse("evaluations:review_queue", args=[run.pk])
 
 
 def test_the_queue_orders_by_need_counts_and_drops_reviewed_items(run, reviewer_client, make_user) -> None:
@@ -243,8 +252,8 @@ def test_override_query_count_is_fixed_whatever_the_run_size(reviewer_client, dj
 
 
 # Session + user, the reviewer's groups, the item (with run, judge, dataset, example), results,
-# claims + their history, judge calls, 2 for previous / next, 1 for the next item to review.
-ITEM_PAGE_QUERIES = 11
+# claims + their history, judge calls, 2 for previous / next.
+ITEM_PAGE_QUERIES = 10
 # Session + user, claim; the service: groups, savepoint, lock claim+item, lock run, insert, update
 # claim, claims, results, update faithfulness, update item, aggregation, review counts, update run,
 # release; the fragments: item, claims + history, results, groups.
