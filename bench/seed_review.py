@@ -20,13 +20,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from datasets.services import dataset_import
-from evaluations import services
 from evaluations.metrics import overall_score
 from evaluations.metrics.base import MetricOutcome
 from evaluations.metrics.citation_audit import audit_citations
 from evaluations.metrics.faithfulness import faithfulness_details, faithfulness_score
 from evaluations.metrics.rubric import DIMENSIONS, apply_citation_caps, weighted_overall
 from evaluations.models import Claim, ItemStatus, MetricResult, Run, RunItem, RunStatus
+from evaluations.services import runs as services
 from judges.models import JudgeConfig
 from judges.services import judge_config_create
 

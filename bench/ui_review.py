@@ -45,7 +45,7 @@ from datasets.models import Dataset, Example  # noqa: E402
 from evalsite.roles import REVIEWER  # noqa: E402
 from evalsite.services import user_create_or_update  # noqa: E402
 from evaluations.models import Claim, MetricResult, Run, RunItem  # noqa: E402
-from evaluations.review_services import run_review_aggregates_update  # noqa: E402
+from evaluations.services.overrides import run_review_aggregates_update  # noqa: E402
 from judges.models import JudgeConfig  # noqa: E402
 
 VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_ENOUGH_INFO", "PARTIALLY_SUPPORTED")

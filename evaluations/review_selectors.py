@@ -35,7 +35,7 @@ from django.shortcuts import get_object_or_404
 from evaluations.engine import item_input_from_example
 from evaluations.metrics import METRIC_NAMES
 from evaluations.metrics.citation_audit import CitationAudit, audit_item
-from evaluations.metrics.settings import resolve_settings
+from evaluations.metrics.run_settings import resolve_settings
 from evaluations.models import Claim, ItemStatus, MetricResult, RunItem, Verdict, VerdictOverride
 from judges.selectors import judge_calls_for_item
 

@@ -14,10 +14,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.roles import REVIEWER, has_role
 from evaluations import review_selectors as selectors
-from evaluations import review_services as services
 from evaluations.metrics import execution_order
 from evaluations.metrics.rubric import DIMENSIONS
 from evaluations.models import Claim, Run, RunItem, Verdict
+from evaluations.services import overrides as services
 
 TEMPLATE = "evaluations/item_review.html"
 QUEUE_PER_PAGE = 25

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from datasets.services import dataset_import
-from evaluations import services
 from evaluations.models import Claim, Run, RunItem, VerdictOverride
 from evaluations.review_selectors import review_queue_head
+from evaluations.services import executor, runs
 from judges.services import judge_default_offline
 from tests.browser.conftest import SCREENSHOTS, log_in
 
@@ -25,14 +25,14 @@ def demo_run(content: bytes | None = None, name: str = "demo") -> Run:
     file = io.BytesIO(content) if content is not None else DEMO.open("rb")
     with file:
         version = dataset_import(name=name, file=file, filename=f"{name}.jsonl").version
-    run = services.run_create(
+    run = runs.run_create(
         dataset_version=version,
         judge_config=judge_default_offline(),
         metrics=["faithfulness", "relevancy", "rubric", "correctness", "retrieval"],
         name=f"{name} run",
         enqueue=False,
     )
-    return services.run_execute_in_process(run=run)
+    return executor.run_execute_in_process(run=run)
 
 
 def item_path(item: RunItem) -> str:

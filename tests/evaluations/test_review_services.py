@@ -8,10 +8,10 @@ import pytest
 from django.core.exceptions import PermissionDenied
 
 from bench.seed_review import seed_finished_run
-from evaluations import review_services as review
-from evaluations import services
 from evaluations.metrics.rubric import item_overall
 from evaluations.models import Claim, MetricResult, Run, RunItem, RunStatus, VerdictOverride
+from evaluations.services import overrides as review
+from evaluations.services import runs as services
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from bench.seed_review import example_row, seed_finished_run
-from evaluations import review_services
 from evaluations.models import Claim, ItemStatus, MetricResult, RunItem, VerdictOverride
+from evaluations.services import overrides as review_services
 from judges.models import JudgeCall
 
 pytestmark = pytest.mark.django_db
