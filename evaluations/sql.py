@@ -114,7 +114,6 @@ _JUDGE_VALUES = tuple(
         ("overall", "score", "passed"), ("float8", "float8", "boolean"), _REVIEWED_VALUES, strict=True
     )
 )
-REVIEW_STATS_COLUMNS = 8  # per scope: overall mean, median, covered; faithfulness mean, median, covered, passed, judged
 
 
 def _review_stats_columns(values: tuple[str, ...], scope: str) -> list[str]:
@@ -133,7 +132,7 @@ def _review_stats_columns(values: tuple[str, ...], scope: str) -> list[str]:
 
 
 def run_review_stats(run_id: int, tags: list[str]) -> tuple:
-    """One row: REVIEW_STATS_COLUMNS values for the run after review, the same as the judge left it, the
+    """One row (aggregates.review_summary reads it): REVIEW_STATS_COLUMNS values for the run after review, the same as the judge left it, the
     same after review for each of `tags`, then the finished items reviewed and still to review."""
     params: dict[str, Any] = {"run": run_id}
     columns = _review_stats_columns(_REVIEWED_VALUES, _DONE) + _review_stats_columns(_JUDGE_VALUES, _DONE)

@@ -44,7 +44,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from evalsite.roles import REVIEWER, has_role
-from evaluations.aggregates import OVERALL
+from evaluations.aggregates import (
+    OVERALL,
+    REVIEW_STATS_COLUMNS,
+    review_summary,
+    sql_faithfulness_stats,
+    sql_overall_stats,
+)
 from evaluations.metrics import overall_score
 from evaluations.metrics.base import MetricOutcome
 from evaluations.metrics.faithfulness import faithfulness_details, faithfulness_score
@@ -59,9 +65,8 @@ from evaluations.models import (
     VerdictOverride,
 )
 from evaluations.services.runs import run_aggregates_refresh
-from evaluations.sql import REVIEW_STATS_COLUMNS, run_review_stats
+from evaluations.sql import run_review_stats
 
-_DIGITS = 6
 UNDO_PREFIX = "Undo: "
 
 
@@ -214,20 +219,16 @@ def run_review_aggregates_update(*, run: Run, item_id: int) -> None:
     tags = [tag for tag in _item_tags(item_id) if tag in aggregates.get("tags", {})]
     row = run_review_stats(run.pk, tags)
     size = REVIEW_STATS_COLUMNS
-    reviewed, judge, *by_tag = (row[i : i + size] for i in range(0, len(row) - 2, size))
+    reviewed, _judge, *by_tag = (row[i : i + size] for i in range(0, len(row) - 2, size))
     scopes = [
         (aggregates, reviewed),
         *((aggregates["tags"][tag], chunk) for tag, chunk in zip(tags, by_tag, strict=True)),
     ]
     for scope, values in scopes:
-        scope.setdefault(OVERALL, {}).update(_overall_stats(values))
+        scope.setdefault(OVERALL, {}).update(sql_overall_stats(values))
         if "faithfulness" in scope.get("metrics", {}):
-            scope["metrics"]["faithfulness"].update(_faithfulness_stats(values))
-    aggregates["review"] = {
-        "items": {"reviewed": row[-2], "to_review": row[-1]},
-        OVERALL: {"judge": _overall_stats(judge), "reviewed": _overall_stats(reviewed)},
-        "faithfulness": {"judge": _faithfulness_stats(judge), "reviewed": _faithfulness_stats(reviewed)},
-    }
+            scope["metrics"]["faithfulness"].update(sql_faithfulness_stats(values))
+    aggregates["review"] = review_summary(row)
     Run.objects.filter(pk=run.pk).update(aggregates=aggregates)
     run.aggregates = aggregates
 
@@ -235,23 +236,3 @@ def run_review_aggregates_update(*, run: Run, item_id: int) -> None:
 def _item_tags(item_id: int) -> list[str]:
     tags = RunItem.objects.filter(pk=item_id).values_list("example__tags", flat=True).first() or []
     return list(dict.fromkeys(str(tag) for tag in tags)) if isinstance(tags, list) else []
-
-
-def _overall_stats(values: tuple) -> dict[str, Any]:
-    return _stats(values[0:3])
-
-
-def _faithfulness_stats(values: tuple) -> dict[str, Any]:
-    return _stats(values[3:6], passed=values[6], judged=values[7])
-
-
-def _stats(values: tuple, *, passed: int | None = None, judged: int | None = None) -> dict[str, Any]:
-    mean, median, covered = values
-    stats = {"mean": _round(mean), "median": _round(median), "covered": covered}
-    if judged is not None:
-        stats.update(passed=passed, pass_rate=_round(passed / judged) if judged else None)
-    return stats
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, _DIGITS)

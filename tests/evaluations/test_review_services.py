@@ -237,3 +237,16 @@ def test_a_running_run_keeps_its_aggregates_until_it_finishes(run, reviewer) -> 
     run.refresh_from_db()
     assert run.aggregates == {}
     assert faithfulness_of(item).details["reviewed"]["claims_reviewed"] == 1
+
+
+def test_a_full_rebuild_of_the_aggregates_keeps_the_judge_and_reviewed_figures(run, reviewer) -> None:
+    item = first_item(run)
+    review.claim_override(claim=claim_of(item, 0), reviewer=reviewer, new_verdict="CONTRADICTED", reason="wrong")
+    run.refresh_from_db()
+    after_review = run.aggregates["review"]
+
+    services.run_aggregates_refresh(run=run)  # e.g. a re-run of failed items finalises the run again
+
+    run.refresh_from_db()
+    assert run.aggregates["review"] == after_review
+    assert after_review["overall"]["judge"]["mean"] != after_review["overall"]["reviewed"]["mean"]
