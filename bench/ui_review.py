@@ -68,22 +68,24 @@ def seeded_run(items: int) -> Run:
 
 
 def measure(label: str, samples: int, request: Callable[[int], int]) -> None:
-    """Call request(i) `samples` times (after 2 warm-ups); print median / p95 ms and the query counts."""
+    """Call request(i) `samples` times (after 2 warm-ups); print median / p95 wall ms (Django and the database),
+    the median CPU ms of this process alone (Django's share, less sensitive to a busy machine) and the query counts."""
     for i in range(2):
         request(-1 - i)
-    times, counts = [], set()
+    times, cpu, counts = [], [], set()
     for i in range(samples):
         with CaptureQueriesContext(connection) as queries:
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             status = request(i)
             times.append((time.perf_counter() - started) * 1000)
+            cpu.append((time.process_time() - cpu_started) * 1000)
         assert status == 200, f"{label}: HTTP {status}"
         counts.add(len(queries))
     times.sort()
     p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
     print(
         f"{label:<34} median {statistics.median(times):7.1f} ms   p95 {p95:7.1f} ms   "
-        f"queries {'/'.join(map(str, sorted(counts)))}"
+        f"(Django CPU {statistics.median(cpu):5.1f} ms)   queries {'/'.join(map(str, sorted(counts)))}"
     )
 
 

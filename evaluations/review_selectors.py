@@ -92,6 +92,7 @@ def review_queue(run_id: int) -> QuerySet[RunItem]:
             spread=Max(Cast(KeyTextTransform("std", "repeated__details"), FloatField())),
         )
         .select_related("example")
+        .only("id", "run_id", "status", "overall_score", "example__external_id", "example__query")
         .order_by("need", F("need_score").asc(nulls_last=True), F("spread").desc(nulls_last=True), "id")
     )
 
