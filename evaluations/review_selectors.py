@@ -81,7 +81,7 @@ def review_queue(run_id: int) -> QuerySet[RunItem]:
             repeated=FilteredRelation("results", condition=Q(results__details__has_key="std")),
         )
         .annotate(
-            doubts=Count("doubtful__id"),
+            doubts=Count("doubtful__id", distinct=True),
             need=Case(
                 When(status=ItemStatus.ERROR, then=Value(0)),
                 When(doubts__gt=0, then=Value(1)),

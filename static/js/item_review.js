@@ -1,4 +1,4 @@
-// Item review page: j / k previous / next item, n next item to review; a claim lights up its contexts.
+// Review pages: j / k previous / next item, n next item to review (the queue too); a claim lights up its contexts.
 (function () {
   "use strict";
 
