@@ -5,12 +5,14 @@ Every function runs a fixed number of queries whatever the run's size (the tests
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from django.db import connection
 from django.db.models import (
     Case,
     Count,
@@ -128,7 +130,7 @@ def run_items_filtered(run_id: int, params: ListParams) -> QuerySet[RunItem]:
     if filters.get("failing") in METRIC_NAMES:
         items = items.filter(results__metric=filters["failing"], results__passed=False)
     if filters.get("tag"):
-        items = items.filter(example__tags__contains=[filters["tag"]])
+        items = items.filter(_has_tag(filters["tag"]))
     if filters.get("verdict") in Verdict.values:
         items = items.filter(Exists(Claim.objects.filter(item_id=OuterRef("pk"), current_verdict=filters["verdict"])))
     if filters.get("reviewed") in ("yes", "no"):
@@ -145,6 +147,12 @@ def run_items_filtered(run_id: int, params: ListParams) -> QuerySet[RunItem]:
         items = items.annotate(sorted_result=FilteredRelation("results", condition=Q(results__metric=key)))
         value = Coalesce(F("sorted_result__score"), Value(MISSING_SCORE))
     return items.annotate(sort_value=value)
+
+
+def _has_tag(tag: str) -> Q:
+    if connection.vendor == "postgresql":
+        return Q(example__tags__contains=[tag])
+    return Q(example__tags__icontains=json.dumps(tag))  # SQLite has no JSON containment: the array's text
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ a third of a worker's CPU (bench/throughput.py). Every identifier is quoted; val
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -132,8 +133,12 @@ def _review_stats_columns(values: tuple[str, ...], scope: str) -> list[str]:
 
 
 def run_review_stats(run_id: int, tags: list[str]) -> tuple:
-    """One row (aggregates.review_summary reads it): REVIEW_STATS_COLUMNS values for the run after review, the same as the judge left it, the
-    same after review for each of `tags`, then the finished items reviewed and still to review."""
+    """One row (aggregates.review_summary reads it): REVIEW_STATS_COLUMNS values for the run after review,
+    the same as the judge left it, the same after review for each of `tags`, then the finished items
+    reviewed and still to review. Other databases than PostgreSQL: the run's two chunks only, in Python
+    (small local runs; their tag statistics are rebuilt in full by the caller)."""
+    if connection.vendor != "postgresql":
+        return _review_stats_in_python(run_id)
     params: dict[str, Any] = {"run": run_id}
     columns = _review_stats_columns(_REVIEWED_VALUES, _DONE) + _review_stats_columns(_JUDGE_VALUES, _DONE)
     for i, tag in enumerate(tags):
@@ -154,3 +159,35 @@ def run_review_stats(run_id: int, tags: list[str]) -> tuple:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()
+
+
+def _review_stats_in_python(run_id: int) -> tuple:
+    rows = MetricResult.objects.filter(item__run_id=run_id, metric="faithfulness", item__status=ItemStatus.DONE)
+    values = list(rows.values_list("item__overall_score", "score", "passed", "details"))
+    overall_only = RunItem.objects.filter(run_id=run_id, status=ItemStatus.DONE, results__isnull=True)
+    values += [(overall, None, None, {}) for overall in overall_only.values_list("overall_score", flat=True)]
+    reviewed = [(overall, score, passed) for overall, score, passed, _ in values]
+    judge = [
+        (details["judge"]["overall"], details["judge"]["score"], details["judge"]["passed"]) if "judge" in details
+        else (overall, score, passed)
+        for overall, score, passed, details in values
+    ]  # fmt: skip
+    finished = RunItem.objects.filter(run_id=run_id, status__in=[ItemStatus.DONE, ItemStatus.ERROR])
+    counts = (finished.filter(reviewed_at__isnull=False).count(), finished.filter(reviewed_at__isnull=True).count())
+    return (*_stats_chunk(reviewed), *_stats_chunk(judge), *counts)
+
+
+def _stats_chunk(values: list[tuple]) -> tuple:
+    """The REVIEW_STATS_COLUMNS values of one scope from (overall, faithfulness score, passed) per item."""
+    overalls = [overall for overall, _, _ in values if overall is not None]
+    scores = [(score, passed) for _, score, passed in values if score is not None]
+    return (
+        statistics.fmean(overalls) if overalls else None,
+        statistics.median(overalls) if overalls else None,
+        len(overalls),
+        statistics.fmean(score for score, _ in scores) if scores else None,
+        statistics.median(score for score, _ in scores) if scores else None,
+        len(scores),
+        sum(1 for _, passed in scores if passed),
+        sum(1 for _, passed in scores if passed is not None),
+    )

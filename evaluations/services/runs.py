@@ -12,7 +12,7 @@ from datetime import timedelta
 from itertools import islice
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -229,8 +229,8 @@ def build_aggregates(run: Run, *, finished_at: Any = None) -> dict[str, Any]:
         "cost": float(run.cost),
     }
     aggregates["wall_seconds"] = round((end - run.started_at).total_seconds(), 3) if run.started_at else None
-    if connection.vendor == "postgresql":  # the judge's figures beside the reviewed ones (see services.overrides)
-        aggregates["review"] = review_summary(run_review_stats(run.pk, []))
+    # the judge's figures beside the reviewed ones (see services.overrides)
+    aggregates["review"] = review_summary(run_review_stats(run.pk, []))
     return aggregates
 
 

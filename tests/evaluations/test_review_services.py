@@ -13,7 +13,7 @@ from evaluations.models import Claim, MetricResult, Run, RunItem, RunStatus, Ver
 from evaluations.services import overrides as review
 from evaluations.services import runs as services
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 
 @pytest.fixture
