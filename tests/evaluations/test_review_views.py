@@ -262,3 +262,38 @@ ITEM_PAGE_QUERIES = 10
 # claim, claims, results, update faithfulness, update item, aggregation, review counts, update run,
 # release; the fragments: item, claims + history, results, groups.
 OVERRIDE_QUERIES = 22
+
+
+def test_with_repeats_the_page_shows_the_judge_mean_std_and_samples_beside_the_reviewed_score(
+    reviewer_client, make_user
+) -> None:
+    run = seed_finished_run(items=2, claims=2, repeats=3, name="repeats")
+    item = items_of(run)[0]
+    faithfulness = MetricResult.objects.get(item=item, metric="faithfulness")
+    claim = Claim.objects.filter(item=item).exclude(current_verdict="CONTRADICTED").first()
+    review_services.claim_override(
+        claim=claim, reviewer=make_user("rex", role="reviewer"), new_verdict="CONTRADICTED", reason="no"
+    )
+
+    html = reviewer_client.get(item_url(item)).content.decode()
+
+    shown = re.findall(r'<span class="sample">([\d.]+)</span>', html)
+    assert shown == [f"{sample:.2f}" for sample in faithfulness.details["samples"]]
+    assert f"judge mean {faithfulness.score:.3f} ± {faithfulness.details['std']:.3f} over 3 samples" in html
+    assert '<span class="tag-reviewed">reviewed</span>' in html
+
+
+def test_an_errored_item_shows_the_judge_error_and_can_be_marked_reviewed(run, reviewer_client) -> None:
+    item = items_of(run)[0]
+    Claim.objects.filter(item=item).delete()
+    MetricResult.objects.filter(item=item).delete()
+    RunItem.objects.filter(pk=item.pk).update(status=ItemStatus.ERROR, overall_score=None, error="HTTP 500 <b>x</b>")
+
+    html = reviewer_client.get(item_url(item)).content.decode()
+    response = reviewer_client.post(reverse("evaluations:item_mark_reviewed", args=[run.pk, item.pk]))
+
+    assert "The judge failed on this item" in html and "HTTP 500 &lt;b&gt;x&lt;/b&gt;" in html
+    assert "Mark reviewed" in html
+    assert response.status_code == 302
+    item.refresh_from_db()
+    assert item.reviewed_at is not None
