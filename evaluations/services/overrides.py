@@ -3,7 +3,7 @@
 Every review is one `VerdictOverride` row (a confirmation has new_verdict == old_verdict; an undo
 is a new row back to the verdict before the latest change, never a deletion). The judge's own
 verdict stays in `Claim.judge_verdict`. Only reviewers and admins may write (`PermissionDenied`
-otherwise, whatever the page shows).
+otherwise, whatever the page shows); `reviewer=None` is the system, as in the run services.
 
 After each review, in the same transaction:
 
@@ -39,11 +39,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
 from django.utils import timezone
 
-from evalsite.roles import REVIEWER, has_role
+from evalsite.roles import REVIEWER, require_role
 from evaluations.aggregates import (
     OVERALL,
     REVIEW_STATS_COLUMNS,
@@ -52,7 +51,7 @@ from evaluations.aggregates import (
     sql_overall_stats,
 )
 from evaluations.metrics import overall_score
-from evaluations.metrics.base import MetricOutcome
+from evaluations.metrics.base import MetricOutcome, passes
 from evaluations.metrics.faithfulness import faithfulness_details, faithfulness_score
 from evaluations.models import (
     FINISHED_STATUSES,
@@ -74,8 +73,9 @@ class NothingToUndo(ValueError):
     """The claim has no verdict change to undo (never reviewed, or only confirmed)."""
 
 
-def claim_override(*, claim: Claim, reviewer: Any, new_verdict: str, reason: str) -> VerdictOverride:
-    """Set the claim's verdict (a reason is required when it changes), then rescore the item and the run."""
+def claim_override(*, claim: Claim, reviewer: Any, new_verdict: str, reason: str = "") -> VerdictOverride:
+    """Set the claim's verdict (a reason is required when it changes; the same verdict is a confirmation),
+    then rescore the item and the run."""
     if new_verdict not in Verdict.values:
         raise ValueError(f"new_verdict: {new_verdict!r} is not one of {', '.join(Verdict.values)}")
     reason = (reason or "").strip()
@@ -141,8 +141,9 @@ def _review(claim: Claim, reviewer: Any, decide, *, require_reason: bool = False
 
 
 def _check_reviewer(user: Any) -> None:
-    if not has_role(user, REVIEWER):
-        raise PermissionDenied("Only reviewers and admins may review verdicts.")
+    """Reviewers and admins may review; None is the system (an import of human labels, say), as in the run services."""
+    if user is not None:
+        require_role(user, REVIEWER, "Reviewing a verdict")
 
 
 def _latest_change(claim_id: int) -> VerdictOverride | None:
@@ -180,7 +181,7 @@ def item_rescore(*, item: RunItem, run: Run, reviewer: Any = None, now: Any = No
             "overall": item.overall_score,
         }
         score = faithfulness_score(verdicts, n_claims, partial_weight)
-        passed = score >= faithfulness.threshold if faithfulness.threshold is not None else None
+        passed = passes(score, faithfulness.threshold)
         faithfulness.score, faithfulness.passed = score, passed
         faithfulness.details = {
             **details,
