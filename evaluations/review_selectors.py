@@ -5,24 +5,19 @@ Every function runs a fixed number of queries whatever the run's size (the tests
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
 
-from django.db import connection
 from django.db.models import (
     Case,
     Count,
-    Exists,
     F,
     FilteredRelation,
     FloatField,
     IntegerField,
     Max,
-    OuterRef,
     Prefetch,
     Q,
     QuerySet,
@@ -35,7 +30,7 @@ from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
 
 from evaluations.engine import item_input_from_example
-from evaluations.metrics import METRIC_NAMES
+from evaluations.item_table import ItemQuery, ItemQueryError, item_queryset, sort_key
 from evaluations.metrics.citation_audit import CitationAudit, audit_item
 from evaluations.metrics.run_settings import resolve_settings
 from evaluations.models import Claim, ItemStatus, MetricResult, RunItem, Verdict, VerdictOverride
@@ -44,10 +39,6 @@ from judges.selectors import judge_calls_for_item
 # Verdicts that make an item worth a person's look before the others.
 DOUBTFUL_VERDICTS = (Verdict.CONTRADICTED, Verdict.NOT_ENOUGH_INFO, Verdict.PARTIALLY_SUPPORTED)
 FINISHED_ITEM_STATUSES = (ItemStatus.DONE, ItemStatus.ERROR)
-# Sort value of an item without the score: below every score (scores are 0..1, correctness 1..5).
-MISSING_SCORE = -1.0
-# Query-string parameters of the items list that the item page carries to its neighbours.
-LIST_PARAMS = ("sort", "status", "failing", "tag", "verdict", "reviewed", "q")
 
 
 # --- Counts and queue ------------------------------------------------------------------------
@@ -99,60 +90,15 @@ def review_queue(run_id: int) -> QuerySet[RunItem]:
     )
 
 
-# --- The items list's filter and sort (carried from the run page to the item page) ------------
+# --- Previous / next in the run page's items table ----------------------------------------------
 
 
-@dataclass(frozen=True)
-class ListParams:
-    """The run page's items filters and sort, parsed; `query` is what links carry on."""
-
-    sort: str = "id"
-    filters: Mapping[str, str] = field(default_factory=dict)
-    query: str = ""
-
-
-def list_params(params: Mapping[str, str]) -> ListParams:
-    """Read `sort` (id, overall, a metric name; a leading '-' for descending) and the filters; unknown values are ignored."""
-    sort = params.get("sort", "") or "id"
-    if sort.lstrip("-") not in ("id", "overall", *METRIC_NAMES):
-        sort = "id"
-    filters = {name: params[name] for name in LIST_PARAMS[1:] if params.get(name)}
-    kept = {name: value for name, value in (("sort", sort if sort != "id" else ""), *filters.items()) if value}
-    return ListParams(sort=sort, filters=filters, query=urlencode(kept))
-
-
-def run_items_filtered(run_id: int, params: ListParams) -> QuerySet[RunItem]:
-    """The run's items under the list's filters, annotated with `sort_value`; order with `params.sort`."""
-    items = RunItem.objects.filter(run_id=run_id)
-    filters = params.filters
-    if filters.get("status") in ItemStatus.values:
-        items = items.filter(status=filters["status"])
-    if filters.get("failing") in METRIC_NAMES:
-        items = items.filter(results__metric=filters["failing"], results__passed=False)
-    if filters.get("tag"):
-        items = items.filter(_has_tag(filters["tag"]))
-    if filters.get("verdict") in Verdict.values:
-        items = items.filter(Exists(Claim.objects.filter(item_id=OuterRef("pk"), current_verdict=filters["verdict"])))
-    if filters.get("reviewed") in ("yes", "no"):
-        items = items.filter(reviewed_at__isnull=filters["reviewed"] == "no")
-    if filters.get("q"):
-        text = filters["q"]
-        items = items.filter(Q(example__query__icontains=text) | Q(example__response__icontains=text))
-    key = params.sort.lstrip("-")
-    if key == "id":
-        value: Any = Cast("id", FloatField())
-    elif key == "overall":
-        value = Coalesce(F("overall_score"), Value(MISSING_SCORE))
-    else:
-        items = items.annotate(sorted_result=FilteredRelation("results", condition=Q(results__metric=key)))
-        value = Coalesce(F("sorted_result__score"), Value(MISSING_SCORE))
-    return items.annotate(sort_value=value)
-
-
-def _has_tag(tag: str) -> Q:
-    if connection.vendor == "postgresql":
-        return Q(example__tags__contains=[tag])
-    return Q(example__tags__icontains=json.dumps(tag))  # SQLite has no JSON containment: the array's text
+def list_query(params: Mapping[str, str], metrics: Sequence[str]) -> ItemQuery:
+    """The items table's filters and sort carried in the item page's query string; unusable ones are dropped."""
+    try:
+        return ItemQuery.from_params(params, metrics)
+    except ItemQueryError:
+        return ItemQuery()
 
 
 @dataclass(frozen=True)
@@ -161,29 +107,33 @@ class Neighbours:
     next_id: int | None
 
 
-def item_neighbours(run_id: int, item: RunItem, params: ListParams) -> Neighbours:
-    """Previous / next item in the list's filter and sort (by sort value, then id)."""
-    items = run_items_filtered(run_id, params)
-    descending = params.sort.startswith("-")
-    current = run_items_filtered(run_id, ListParams(sort=params.sort)).filter(pk=item.pk).values("sort_value")
-    current_value = Subquery(current[:1])
-    after = "sort_value__lt" if descending else "sort_value__gt"
-    before = "sort_value__gt" if descending else "sort_value__lt"
-    forward = ("-sort_value" if descending else "sort_value", "id")
-    backward = ("sort_value" if descending else "-sort_value", "-id")
-    next_id = (
-        items.filter(Q(**{after: current_value}) | Q(sort_value=current_value, id__gt=item.pk))
-        .order_by(*forward)
-        .values_list("id", flat=True)
-        .first()
+# Where a missing score sorts in the keyset comparisons: last, whichever the direction (as the table does).
+_NULL_LAST_ASCENDING, _NULL_LAST_DESCENDING = float("inf"), float("-inf")
+
+
+def item_neighbours(run_id: int, item: RunItem, query: ItemQuery) -> Neighbours:
+    """The items before and after `item` in the table's filter and sort (`item_table.item_queryset`), by keyset:
+    two indexed LIMIT 1 queries whatever the run's size, never a scan of the rows in between."""
+    items = item_queryset(run_id, query)
+    key = sort_key(query)
+    if key is None:
+        following = items.filter(id__gt=item.pk).order_by("id")
+        preceding = items.filter(id__lt=item.pk).order_by("-id")
+    else:
+        missing = _NULL_LAST_DESCENDING if query.descending else _NULL_LAST_ASCENDING
+        items = items.annotate(sort_value=Coalesce(key, Value(missing), output_field=FloatField()))
+        current = Subquery(items.filter(pk=item.pk).values("sort_value")[:1])
+        after, before = ("lt", "gt") if query.descending else ("gt", "lt")
+        following = items.filter(
+            Q(**{f"sort_value__{after}": current}) | Q(sort_value=current, id__gt=item.pk)
+        ).order_by(F("sort_value").desc() if query.descending else F("sort_value").asc(), "id")
+        preceding = items.filter(
+            Q(**{f"sort_value__{before}": current}) | Q(sort_value=current, id__lt=item.pk)
+        ).order_by(F("sort_value").asc() if query.descending else F("sort_value").desc(), "-id")
+    return Neighbours(
+        previous_id=preceding.values_list("id", flat=True).first(),
+        next_id=following.values_list("id", flat=True).first(),
     )
-    previous_id = (
-        items.filter(Q(**{before: current_value}) | Q(sort_value=current_value, id__lt=item.pk))
-        .order_by(*backward)
-        .values_list("id", flat=True)
-        .first()
-    )
-    return Neighbours(previous_id, next_id)
 
 
 def review_queue_head(run_id: int, *, skip: int | None = None) -> int | None:

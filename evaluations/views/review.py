@@ -27,12 +27,12 @@ CLAIM_ACTIONS = ("override", "confirm", "undo")
 @require_GET
 def item_review(request: HttpRequest, run_id: int, item_id: int) -> HttpResponse:
     item = selectors.item_for_review(run_id, item_id)
-    params = selectors.list_params(request.GET)
+    query = selectors.list_query(request.GET, item.run.metrics)
     review = selectors.item_review(item)
     context = {
         "review": review,
-        "neighbours": selectors.item_neighbours(run_id, item, params),
-        "list_query": params.query,
+        "neighbours": selectors.item_neighbours(run_id, item, query),
+        "list_query": query.params(),
         **_score_context(item, review.results),
         **_review_context(request),
     }
@@ -87,9 +87,10 @@ def review_next(request: HttpRequest, run_id: int) -> HttpResponse:
     head = selectors.review_queue_head(run_id, skip=int(after) if after.isdigit() else None)
     if head is None:
         return redirect("evaluations:review_queue", run_id)
-    params = selectors.list_params(request.GET)
+    run = get_object_or_404(Run.objects.only("metrics"), pk=run_id)
+    params = selectors.list_query(request.GET, run.metrics).params()
     url = reverse("evaluations:item_review", args=[run_id, head])
-    return redirect(f"{url}?{params.query}" if params.query else url)
+    return redirect(f"{url}?{params}" if params else url)
 
 
 @require_GET

@@ -297,3 +297,23 @@ def test_an_errored_item_shows_the_judge_error_and_can_be_marked_reviewed(run, r
     assert response.status_code == 302
     item.refresh_from_db()
     assert item.reviewed_at is not None
+
+
+@pytest.mark.parametrize("params", ["", "sort=faithfulness&tag=factual", "sort=-rubric", "sort=overall&failing=any"])
+def test_neighbours_walk_the_items_table_in_its_exact_order(run, params) -> None:
+    from urllib.parse import parse_qsl
+
+    from evaluations.item_table import ItemQuery, item_queryset
+    from evaluations.review_selectors import item_neighbours
+
+    RunItem.objects.filter(pk=items_of(run)[2].pk).update(overall_score=None)  # a missing score sorts last
+    query = ItemQuery.from_params(dict(parse_qsl(params)), run.metrics)
+    order = list(item_queryset(run.pk, query).values_list("id", flat=True))
+    assert len(order) >= 2
+
+    walked = [
+        (neighbours.previous_id, neighbours.next_id)
+        for neighbours in (item_neighbours(run.pk, RunItem(pk=item_id), query) for item_id in order)
+    ]
+
+    assert walked == [(([None] + order)[i], (order[1:] + [None])[i]) for i in range(len(order))]
