@@ -49,7 +49,7 @@ def shoot(page, name: str) -> None:
 
 
 def text_of(page, selector: str) -> str:
-    return page.locator(selector).inner_text().strip()
+    return " ".join(page.locator(selector).inner_text().split())
 
 
 def test_a_reviewer_overrides_undoes_and_confirms_in_place_and_the_queue_follows(page, make_user) -> None:

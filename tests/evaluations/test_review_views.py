@@ -99,7 +99,7 @@ def test_an_override_over_htmx_returns_the_claim_and_the_score_panel(run, review
     assert 'id="scores"' in html and 'hx-swap-oob="true"' in html
     assert "c1 says otherwise" in html and "Undo Contradicted" in html
     item.refresh_from_db()
-    assert f'<span id="item-overall" class="value">{item.overall_score:.3f}</span>' in html
+    assert f'<span id="item-overall" class="stat-value">{item.overall_score:.3f}</span>' in html
     assert 'id="item-overall-judge"' in html
 
 
