@@ -317,3 +317,20 @@ def test_neighbours_walk_the_items_table_in_its_exact_order(run, params) -> None
     ]
 
     assert walked == [(([None] + order)[i], (order[1:] + [None])[i]) for i in range(len(order))]
+
+
+def test_the_run_page_shows_the_overall_before_and_after_review_and_links_items_with_its_query(
+    run, reviewer_client, make_user
+) -> None:
+    item = items_of(run)[0]
+    claim = Claim.objects.filter(item=item).exclude(current_verdict="CONTRADICTED").first()
+    review_services.claim_override(
+        claim=claim, reviewer=make_user("rex", role="reviewer"), new_verdict="CONTRADICTED", reason="no"
+    )
+    run.refresh_from_db()
+
+    html = reviewer_client.get(reverse("evaluations:run_detail", args=[run.pk]) + "?sort=-overall").content.decode()
+
+    judged, reviewed = run.aggregates["review"]["overall"]["judge"], run.aggregates["overall"]
+    assert f"judge before review: {judged['mean']:.2f} → after review: {reviewed['mean']:.2f}" in html
+    assert f'href="/runs/{run.pk}/items/{item.pk}/?sort=-overall"' in html
