@@ -163,3 +163,42 @@ def _errored(items: Sequence[ItemSummary]) -> int:
 
 def _round(value: float) -> float:
     return round(value, _DIGITS)
+
+
+# --- Review statistics from SQL aggregate rows (evaluations.sql.run_review_stats) -------------
+
+# Values per scope: overall mean, median, covered; faithfulness mean, median, covered, passed, judged.
+REVIEW_STATS_COLUMNS = 8
+
+
+def sql_overall_stats(values: Sequence[Any]) -> dict[str, Any]:
+    """mean / median / covered of the item overall from a stats chunk (see run_review_stats)."""
+    mean, median, covered = values[0:3]
+    return {"mean": _round_or_none(mean), "median": _round_or_none(median), "covered": covered}
+
+
+def sql_faithfulness_stats(values: Sequence[Any]) -> dict[str, Any]:
+    """mean / median / covered / passed / pass_rate of faithfulness from a stats chunk."""
+    mean, median, covered, passed, judged = values[3:8]
+    return {
+        "mean": _round_or_none(mean),
+        "median": _round_or_none(median),
+        "covered": covered,
+        "passed": passed,
+        "pass_rate": _round(passed / judged) if judged else None,
+    }
+
+
+def review_summary(row: Sequence[Any]) -> dict[str, Any]:
+    """Run.aggregates["review"] from run_review_stats' row: items reviewed / to review, and the overall and
+    faithfulness stats as the judge left them ("judge") and after human review ("reviewed")."""
+    reviewed, judge = row[:REVIEW_STATS_COLUMNS], row[REVIEW_STATS_COLUMNS : 2 * REVIEW_STATS_COLUMNS]
+    return {
+        "items": {"reviewed": row[-2], "to_review": row[-1]},
+        OVERALL: {"judge": sql_overall_stats(judge), "reviewed": sql_overall_stats(reviewed)},
+        "faithfulness": {"judge": sql_faithfulness_stats(judge), "reviewed": sql_faithfulness_stats(reviewed)},
+    }
+
+
+def _round_or_none(value: float | None) -> float | None:
+    return None if value is None else _round(value)

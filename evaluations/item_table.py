@@ -138,15 +138,21 @@ def _tag_filter(tag: str) -> Q:
     return Q(example__tags__icontains=json.dumps(tag))
 
 
+def sort_key(query: ItemQuery) -> Any:
+    """The value the table sorts by (then by id, nulls last either way); None when unsorted (by id alone)."""
+    if not query.sort:
+        return None
+    if query.sort_column == OVERALL:
+        return F("overall_score")
+    score = MetricResult.objects.filter(item=OuterRef("pk"), metric=query.sort_column).values("score")[:1]
+    return Subquery(score)
+
+
 def _ordering(query: ItemQuery) -> list[Any]:
     # Items are created in their examples' file order, so the id is the position order without a join.
-    if not query.sort:
+    key = sort_key(query)
+    if key is None:
         return ["id"]
-    if query.sort_column == OVERALL:
-        key = F("overall_score")
-    else:
-        score = MetricResult.objects.filter(item=OuterRef("pk"), metric=query.sort_column).values("score")[:1]
-        key = Subquery(score)
     ordered = key.desc(nulls_last=True) if query.descending else key.asc(nulls_last=True)
     return [ordered, "id"]
 

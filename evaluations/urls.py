@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evaluations.views import runs
+from evaluations.views import review, runs
 
 app_name = "evaluations"
 
@@ -18,4 +18,11 @@ urlpatterns = [
     path("<int:run_id>/export.json", runs.run_export, {"fmt": "json"}, name="run_export_json"),
 ]
 
-# Item review pages (evaluations/views/review.py) are added below.
+# Item review pages (evaluations/views/review.py).
+urlpatterns += [
+    path("<int:run_id>/items/<int:item_id>/", review.item_review, name="item_review"),
+    path("<int:run_id>/items/<int:item_id>/claims/<int:claim_id>/review/", review.claim_review, name="claim_review"),
+    path("<int:run_id>/items/<int:item_id>/reviewed/", review.item_mark_reviewed, name="item_mark_reviewed"),
+    path("<int:run_id>/review/", review.review_queue, name="review_queue"),
+    path("<int:run_id>/review/next/", review.review_next, name="review_next"),
+]

@@ -46,3 +46,8 @@ def judge_config_list_with_spend() -> QuerySet[JudgeConfig]:
         call_count=Count("calls"),
         tokens=Sum("calls__input_tokens", default=0) + Sum("calls__output_tokens", default=0),
     ).order_by("name")
+
+
+def judge_calls_for_item(*, run_item_id: int) -> QuerySet[JudgeCall]:
+    """The calls logged for one run item's evaluation, in the order they were made."""
+    return JudgeCall.objects.filter(run_item_id=run_item_id).order_by("created_at", "id")

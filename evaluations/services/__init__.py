@@ -3,7 +3,7 @@
 - `runs`: a run's life (create, start, feed, finish, aggregates, cancel, resume, re-run failed).
 - `reaper`: recovery from dead workers and lost messages.
 - `executor`: executing a run in this process with a pool of threads (`evaluate`, `quickstart`).
-- `overrides`: reviewers' verdict overrides and the item recomputation they cause.
+- `overrides`: reviewers' reviews (override, confirm, undo, mark reviewed) and the item and run recomputation they cause.
 - `enqueue`: the one place that hands work to Celery.
 
 How a run moves through the workers:

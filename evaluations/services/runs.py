@@ -19,7 +19,7 @@ from django.utils import timezone
 from datasets.models import DatasetVersion
 from datasets.selectors import version_example_count, version_example_ids
 from evalsite.roles import REVIEWER, require_role
-from evaluations.aggregates import run_aggregates
+from evaluations.aggregates import review_summary, run_aggregates
 from evaluations.engine import ItemOutcome, item_execute
 from evaluations.metrics import METRIC_NAMES, execution_order, require_known
 from evaluations.metrics.run_settings import resolve_settings
@@ -40,7 +40,7 @@ from evaluations.selectors import (
     run_status,
 )
 from evaluations.services.enqueue import ITEMS_PER_TASK, items_send, run_start_on_commit
-from evaluations.sql import items_mark_enqueued
+from evaluations.sql import items_mark_enqueued, run_review_stats
 from judges.models import JudgeConfig
 
 logger = logging.getLogger(__name__)
@@ -232,6 +232,8 @@ def build_aggregates(run: Run, *, finished_at: Any = None) -> dict[str, Any]:
         "cost": float(run.cost),
     }
     aggregates["wall_seconds"] = round((end - run.started_at).total_seconds(), 3) if run.started_at else None
+    # the judge's figures beside the reviewed ones (see services.overrides)
+    aggregates["review"] = review_summary(run_review_stats(run.pk, []))
     return aggregates
 
 

@@ -68,7 +68,8 @@ def test_a_reviewer_starts_a_run_and_watches_it_finish(page, make_user, celery_w
     page.click("text=Worst first")
     page.wait_for_url("**sort=overall**")
     worst = RunItem.objects.filter(run=run, overall_score__isnull=False).order_by("overall_score", "id").first()
-    assert page.locator("a.item-link").first.get_attribute("href") == f"/runs/{run.pk}/items/{worst.pk}/"
+    # the item page carries the table's sort on (its previous / next follow it)
+    assert page.locator("a.item-link").first.get_attribute("href") == f"/runs/{run.pk}/items/{worst.pk}/?sort=overall"
     shoot(page, "run_detail_worst_first")
 
 

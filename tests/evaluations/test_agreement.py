@@ -9,7 +9,7 @@ import pytest
 
 from evaluations.agreement import judge_agreement
 from evaluations.models import Claim, VerdictOverride
-from evaluations.services.overrides import claim_override
+from evaluations.services.overrides import claim_override, claim_undo
 from judges.services import judge_config_create
 from tests.evaluations.scored_runs import scored_run
 
@@ -40,8 +40,8 @@ def test_overrides_and_confirmations_count_as_reviewed(version, offline_judge, m
     )
     claim_override(claim=confirmed, reviewer=reviewer, new_verdict=S)
     claim_override(claim=overridden, reviewer=reviewer, new_verdict=C, reason="the context says the opposite")
-    claim_override(claim=undone, reviewer=reviewer, new_verdict=C)
-    claim_override(claim=undone, reviewer=reviewer, new_verdict=S)  # undo: back to the judge's verdict
+    claim_override(claim=undone, reviewer=reviewer, new_verdict=C, reason="looked wrong")
+    claim_undo(claim=undone, reviewer=reviewer)  # undo: back to the judge's verdict
     claim_override(claim=contradicted, reviewer=reviewer, new_verdict=C)
 
     [agreement] = judge_agreement()
@@ -66,7 +66,7 @@ def test_overrides_and_confirmations_count_as_reviewed(version, offline_judge, m
 def test_supported_vs_not_supported_merges_the_three_other_verdicts(version, offline_judge) -> None:
     _, claims = run_with_claims(version, offline_judge, P, C, S, N)
     for claim, verdict in zip(claims, [C, N, S, P], strict=True):
-        claim_override(claim=claim, reviewer=None, new_verdict=verdict)
+        claim_override(claim=claim, reviewer=None, new_verdict=verdict, reason="human label")
 
     [agreement] = judge_agreement()
 
@@ -89,7 +89,7 @@ def test_each_judge_and_prompt_version_is_its_own_entry(version, offline_judge) 
     other = judge_config_create(name="gpt", provider="openai", model="gpt-x", api_key_env="OPENAI_API_KEY")
     for judge, prompt in [(offline_judge, "v1"), (offline_judge, "v2"), (other, "v1")]:
         _, [claim] = run_with_claims(version, judge, S, prompt=prompt)
-        claim_override(claim=claim, reviewer=None, new_verdict=C)
+        claim_override(claim=claim, reviewer=None, new_verdict=C, reason="human label")
     run_with_claims(version, other, S)  # not reviewed: not counted
 
     entries = judge_agreement()

@@ -364,7 +364,7 @@ def test_claim_override_recomputes_faithfulness_overall_and_aggregates(
     item = RunItem.objects.filter(run=run).order_by("id").first()
     overall_before = item.overall_score
     claim = Claim.objects.get(item=item, position=0)
-    reviewer = make_user("reviewer")
+    reviewer = make_user("reviewer", role="reviewer")
 
     override = overrides.claim_override(claim=claim, reviewer=reviewer, new_verdict="CONTRADICTED", reason="wrong")
 
@@ -373,13 +373,15 @@ def test_claim_override_recomputes_faithfulness_overall_and_aggregates(
     assert (claim.judge_verdict, claim.current_verdict) == ("SUPPORTED", "CONTRADICTED")
     faithfulness = MetricResult.objects.get(item=item, metric="faithfulness")
     assert faithfulness.score == 0.5 and faithfulness.passed is False
-    assert faithfulness.details["counts"]["CONTRADICTED"] == 1 and faithfulness.details["overrides"] == 1
+    assert faithfulness.details["counts"]["CONTRADICTED"] == 1
+    assert faithfulness.details["reviewed"]["claims_reviewed"] == 1 and faithfulness.details["judge"]["score"] == 1.0
     item.refresh_from_db()
     assert item.overall_score < overall_before
     run.refresh_from_db()
     assert run.aggregates["metrics"]["faithfulness"]["mean"] == 0.75
+    assert run.aggregates["review"]["faithfulness"]["judge"]["mean"] == 1.0
     with pytest.raises(ValueError, match="new_verdict"):
-        overrides.claim_override(claim=claim, reviewer=reviewer, new_verdict="MAYBE")
+        overrides.claim_override(claim=claim, reviewer=reviewer, new_verdict="MAYBE", reason="unsure")
 
 
 def test_the_offline_judge_end_to_end_on_the_demo_dataset(transactional_db) -> None:

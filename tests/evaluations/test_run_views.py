@@ -41,7 +41,7 @@ def item_ids(response) -> list[int]:
     """The run item ids linked from the table, in table order."""
     return [
         int(found)
-        for found in re.findall(r'class="item-link" href="/runs/\d+/items/(\d+)/"', response.content.decode())
+        for found in re.findall(r'class="item-link" href="/runs/\d+/items/(\d+)/(?:\?[^"]*)?"', response.content.decode())
     ]
 
 
