@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -69,16 +67,6 @@ def test_no_pairs_gives_no_figures() -> None:
 def test_unequal_lengths_are_refused() -> None:
     with pytest.raises(ValueError, match="equally long"):
         paired_bootstrap([1.0, 0.5], [1.0])
-
-
-def test_ten_thousand_pairs_take_well_under_a_second() -> None:
-    rng = np.random.default_rng(3)
-    base = rng.random(10_000)
-
-    started = time.perf_counter()
-    paired_bootstrap(base, base + rng.normal(0, 0.1, 10_000))
-
-    assert time.perf_counter() - started < 0.8
 
 
 # --- McNemar ---------------------------------------------------------------------------------
