@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -52,6 +53,7 @@ INSTALLED_APPS = [
     "datasets",
     "judges",
     "evaluations",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -65,6 +67,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -114,6 +118,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# django-axes checks the lockout before the password is looked at (its backend comes first).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -144,6 +153,30 @@ LOGGING = {
         "httpx2": {"level": "WARNING"},
     },
 }
+
+# --- Running behind HTTPS (all off by default: `make run` serves plain HTTP on localhost) ----
+# docker-compose.yml turns them on; `manage.py check --deploy` is clean with them on.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
+# A reverse proxy ends TLS and forwards plain HTTP: trust its X-Forwarded-Proto (only behind one,
+# or any client could claim HTTPS) and take the client's address from X-Forwarded-For.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("SECURE_PROXY_SSL_HEADER") else None
+EVALSITE_TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0)
+
+# --- Login throttling (django-axes) -----------------------------------------
+# Failures count per (account, address) pair: a guesser is locked out of that account from that
+# address, while the account's owner elsewhere, and other accounts from the same office NAT, still
+# get in (locking the account everywhere would hand anyone a way to lock out its owner).
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "evalsite.client_ip.client_ip"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False  # else a banner on stderr at every start of every command
 
 # --- Celery ---------------------------------------------------------------
 # Default: kombu's filesystem transport under var/, so the embedded mode needs no server.
