@@ -206,15 +206,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
-# Run engine (evaluations/engine.py, evaluations/services/). An item's lease is renewed while its judge
-# calls go on; the reaper (a thread in every worker, every EVALSITE_REAP_INTERVAL_SECONDS; 0 turns
-# it off) puts items whose lease expired back to pending, re-sends tasks queued longer than
-# EVALSITE_REQUEUE_AFTER_SECONDS (lost messages), and gives up on an item after
-# EVALSITE_MAX_ITEM_ATTEMPTS claims. `evaluate --wait` gives up on a run no worker picked up
-# within EVALSITE_QUEUE_TIMEOUT_SECONDS.
-EVALSITE_ITEM_LEASE_SECONDS = env_int("EVALSITE_ITEM_LEASE_SECONDS", 600, minimum=1)
+# Run engine (evaluations/engine.py, evaluations/services/). Every process that holds items renews
+# their leases (EVALSITE_ITEM_LEASE_SECONDS) every third of it, so a short lease only means a dead
+# worker is noticed sooner (evaluations/leases.py). The reaper (a thread in every worker, every
+# EVALSITE_REAP_INTERVAL_SECONDS; 0 turns it off) re-sends the items of a process whose leases
+# expired, re-sends items queued longer than EVALSITE_REQUEUE_AFTER_SECONDS that no process took
+# (messages lost by the broker), and gives up on an item after EVALSITE_MAX_ITEM_ATTEMPTS claims.
+# Defaults: a killed worker's items are back in the queue within 40 s of its last beat.
+# `evaluate --wait` gives up on a run no worker picked up within EVALSITE_QUEUE_TIMEOUT_SECONDS.
+EVALSITE_ITEM_LEASE_SECONDS = env_int("EVALSITE_ITEM_LEASE_SECONDS", 30, minimum=1)
 EVALSITE_REQUEUE_AFTER_SECONDS = env_int("EVALSITE_REQUEUE_AFTER_SECONDS", 900, minimum=1)
-EVALSITE_REAP_INTERVAL_SECONDS = env_int("EVALSITE_REAP_INTERVAL_SECONDS", 30, minimum=0)
+EVALSITE_REAP_INTERVAL_SECONDS = env_int("EVALSITE_REAP_INTERVAL_SECONDS", 10, minimum=0)
 EVALSITE_MAX_ITEM_ATTEMPTS = env_int("EVALSITE_MAX_ITEM_ATTEMPTS", 5, minimum=1)
 EVALSITE_QUEUE_TIMEOUT_SECONDS = env_int("EVALSITE_QUEUE_TIMEOUT_SECONDS", 60, minimum=1)
 

@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from datasets.models import Example
 from evalsite.db import insert_rows
-from evaluations import sql
+from evaluations import leases, sql
 from evaluations.aggregates import combine_samples, mean_overall
 from evaluations.item_judge import ItemJudge, JudgeUsage, LeaseLost, note_running
 from evaluations.metrics import REGISTRY, evaluate_item
@@ -108,6 +108,15 @@ def item_execute(item_id: int) -> ItemExecution:
     if claimed is None:
         return ItemExecution(ItemOutcome.SKIPPED)
     note_running(claimed.run_id)
+    leases.keeper.hold([item_id])
+    try:
+        return _execute_claimed(claimed, lease_seconds)
+    finally:
+        leases.keeper.let_go(item_id)
+
+
+def _execute_claimed(claimed: ClaimedItem, lease_seconds: float) -> ItemExecution:
+    item_id = claimed.item_id
     context = run_context(claimed.run_id)
     judge = ItemJudge(
         item_id=item_id,

@@ -24,9 +24,10 @@ _ITEMS = table(RunItem)
 _RUNS = table(Run)
 _ID, _RUN_ID, _EXAMPLE_ID = quote("id"), quote("run_id"), quote("example_id")
 _STATUS, _ATTEMPTS, _ENQUEUED_AT = quote("status"), quote("attempts"), quote("enqueued_at")
+_LEASE = quote("lease_expires_at")
 
 _CLAIM_SQL = f"""
-    UPDATE {_ITEMS} SET {_STATUS} = %s, {_ATTEMPTS} = {_ATTEMPTS} + 1, {quote("lease_expires_at")} = %s,
+    UPDATE {_ITEMS} SET {_STATUS} = %s, {_ATTEMPTS} = {_ATTEMPTS} + 1, {_LEASE} = %s,
         {quote("started_at")} = %s, {quote("error")} = ''
     WHERE {_ID} = %s AND {_STATUS} = %s
       AND EXISTS (SELECT 1 FROM {_RUNS} WHERE {_RUNS}.{_ID} = {_ITEMS}.{_RUN_ID} AND {_RUNS}.{_STATUS} = %s)
@@ -71,6 +72,18 @@ def run_counters_add(run_id: int, amounts: Mapping[str, Any]) -> None:
     """Add to the run's counters in place (`calls = calls + n`): concurrent items never lose an update."""
     with connection.cursor() as cursor:
         cursor.execute(_BUMP_SQL, [*(to_db(amounts.get(name, 0)) for name in RUN_COUNTERS), run_id])
+
+
+def items_lease(item_ids: list[int], *, until: datetime, statuses: tuple[str, ...]) -> int:
+    """Set the lease of those items that are in one of `statuses` (evaluations/leases.py); rows changed."""
+    if not item_ids:
+        return 0
+    ids = ", ".join(["%s"] * len(item_ids))
+    states = ", ".join(["%s"] * len(statuses))
+    sql = f"UPDATE {_ITEMS} SET {_LEASE} = %s WHERE {_ID} IN ({ids}) AND {_STATUS} IN ({states})"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [to_db(until), *item_ids, *statuses])
+        return cursor.rowcount
 
 
 def items_mark_enqueued(run_id: int, count: int) -> list[int]:

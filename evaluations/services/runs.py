@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from datasets.models import DatasetVersion
 from datasets.selectors import version_example_count, version_example_ids
+from evaluations import leases
 from evaluations.aggregates import run_aggregates
 from evaluations.engine import ItemOutcome, item_execute
 from evaluations.metrics import METRIC_NAMES, execution_order, require_known
@@ -161,8 +162,12 @@ def item_process(*, item_ids: list[int]) -> list[ItemOutcome]:
     """The item task: execute its items one after another, then feed their run as many new ones or finish it."""
     outcomes = []
     handled: Counter[int] = Counter()  # run id -> items this task claimed and let go
+    leases.items_reserve(item_ids)  # the items waiting their turn in this task are held too
     for item_id in item_ids:
-        execution = item_execute(item_id)
+        try:
+            execution = item_execute(item_id)
+        finally:
+            leases.keeper.let_go(item_id)
         outcomes.append(execution.outcome)
         if execution.outcome in HANDLED_OUTCOMES:
             assert execution.run_id is not None
