@@ -21,7 +21,8 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -40,6 +41,8 @@ STOP_CHECK_SECONDS = 1.0  # while sleeping between attempts, ask should_stop() t
 
 _cache_counts = {"hits": 0, "misses": 0}
 _cache_counts_lock = threading.Lock()
+# This thread's prefetched cache answers (`cache_prefetched`): cache key -> call, None for a known miss.
+_prefetched = threading.local()
 
 
 def judge(
@@ -241,8 +244,29 @@ def _sleep(seconds: float, config: JudgeConfig, should_stop: Callable[[], bool] 
     time.sleep(max(0.0, remaining))
 
 
+@contextmanager
+def cache_prefetched(config: JudgeConfig, requests: Iterable[tuple[str, dict]], *, sample: int = 0) -> Iterator[None]:
+    """Look the cache up for these prompts in one query; `judge` calls of this thread inside the block
+    read the answer from it (a prefetched miss asks the judge without querying the cache again).
+
+    An item's first prompts depend only on the item: one query instead of one per call.
+    """
+    keys = [cache_key(request_record(config, prompts.render(name, fields), sample=sample)) for name, fields in requests]
+    found = selectors.judge_calls_cached(cache_keys=keys)
+    previous = getattr(_prefetched, "calls", None)
+    _prefetched.calls = {key: found.get(key) for key in keys}
+    try:
+        yield
+    finally:
+        _prefetched.calls = previous
+
+
 def _cached_result(key: str, prompt: RenderedPrompt) -> JudgeResult | None:
-    call = selectors.judge_call_cached(cache_key=key)
+    prefetched = getattr(_prefetched, "calls", None)
+    if prefetched is not None and key in prefetched:
+        call = prefetched[key]
+    else:
+        call = selectors.judge_call_cached(cache_key=key)
     if call is None:
         return None
     try:
