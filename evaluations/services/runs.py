@@ -193,7 +193,10 @@ def run_finalize_if_idle(*, run_id: int) -> bool:
         target = None  # decided from the counts below
     else:
         return False
+    run = Run.objects.get(pk=run_id)
     counts = run_item_counts(run_id)
+    if target is None and sum(counts.values()) < run.items_total:
+        return False  # run_start is still creating its items (a reaper pass between its two steps)
     error = ""
     if target is None:
         if counts[ItemStatus.ERROR] == 0:
@@ -205,7 +208,6 @@ def run_finalize_if_idle(*, run_id: int) -> bool:
             first = RunItem.objects.filter(run_id=run_id, status=ItemStatus.ERROR).order_by("id").first()
             error = f"all {counts[ItemStatus.ERROR]} items failed; the first: {first.error if first else ''}"
     now = timezone.now()
-    run = Run.objects.get(pk=run_id)
     finished = Run.objects.filter(pk=run_id, status=status).update(
         status=target,
         finished_at=now,

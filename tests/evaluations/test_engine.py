@@ -348,6 +348,19 @@ def test_reaper_finishes_idle_runs_and_requeues_lost_messages(
     assert RunItem.objects.filter(run=lost, enqueued_at__gt=long_ago).count() == 2
 
 
+def test_a_running_run_whose_items_are_not_created_yet_is_not_finished(make_dataset, offline_judge) -> None:
+    # given a run between run_start's two steps: running, its items not created yet
+    run = runs.run_create(dataset_version=make_dataset(3), judge_config=offline_judge, metrics=["retrieval"])
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)
+
+    # when a reaper pass comes by, it does not finish the run as "0 items, completed"
+    reaper.runs_reap()
+
+    assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+    runs.run_start(run_id=run.pk)
+    assert RunItem.objects.filter(run=run).count() == 3
+
+
 def test_reaper_tells_a_message_held_by_a_dead_process_from_one_still_queued(make_dataset, offline_judge) -> None:
     # given a running run (its heartbeat stale, as on workers) with four queued, pending items:
     run = started_without_workers(make_dataset(4), offline_judge, metrics=["retrieval"])
