@@ -41,8 +41,20 @@ STOP_CHECK_SECONDS = 1.0  # while sleeping between attempts, ask should_stop() t
 
 _cache_counts = {"hits": 0, "misses": 0}
 _cache_counts_lock = threading.Lock()
-# This thread's prefetched cache answers (`cache_prefetched`): cache key -> call, None for a known miss.
+# This thread's prefetched prompts (`cache_prefetched`), each with its cache answer (None: a known miss).
 _prefetched = threading.local()
+
+
+@dataclass(frozen=True)
+class _Prefetched:
+    config: JudgeConfig
+    name: str
+    fields: dict
+    sample: int
+    prompt: RenderedPrompt
+    request: dict
+    key: str
+    call: JudgeCall | None
 
 
 def judge(
@@ -56,10 +68,15 @@ def judge(
     should_stop: Callable[[], bool] | None = None,
 ) -> JudgeResult:
     """Ask `config`'s judge `prompt_name` about `fields`; `sample` > 0 asks again instead of reusing answer 0."""
-    prompt = prompts.render(prompt_name, fields)
-    request = request_record(config, prompt, sample=sample)
-    key = cache_key(request)
-    cached = _cached_result(key, prompt)
+    prefetched = _prefetched_entry(config, prompt_name, fields, sample)
+    if prefetched is not None:  # rendered, keyed and looked up already
+        prompt, request, key = prefetched.prompt, prefetched.request, prefetched.key
+        cached = _result_from_cache(prefetched.call, prompt)
+    else:
+        prompt = prompts.render(prompt_name, fields)
+        request = request_record(config, prompt, sample=sample)
+        key = cache_key(request)
+        cached = _result_from_cache(selectors.judge_call_cached(cache_key=key), prompt)
     _count("hits" if cached else "misses")
     if cached is not None:
         return cached
@@ -246,27 +263,38 @@ def _sleep(seconds: float, config: JudgeConfig, should_stop: Callable[[], bool] 
 
 @contextmanager
 def cache_prefetched(config: JudgeConfig, requests: Iterable[tuple[str, dict]], *, sample: int = 0) -> Iterator[None]:
-    """Look the cache up for these prompts in one query; `judge` calls of this thread inside the block
-    read the answer from it (a prefetched miss asks the judge without querying the cache again).
+    """Render these prompts and look the cache up for all of them in one query; a `judge` call of
+    this thread inside the block that asks one of them reuses the rendering and the answer (a
+    prefetched miss asks the judge without querying the cache again).
 
     An item's first prompts depend only on the item: one query instead of one per call.
     """
-    keys = [cache_key(request_record(config, prompts.render(name, fields), sample=sample)) for name, fields in requests]
-    found = selectors.judge_calls_cached(cache_keys=keys)
-    previous = getattr(_prefetched, "calls", None)
-    _prefetched.calls = {key: found.get(key) for key in keys}
+    prepared = []
+    for name, fields in requests:
+        prompt = prompts.render(name, fields)
+        request = request_record(config, prompt, sample=sample)
+        prepared.append((name, fields, prompt, request, cache_key(request)))
+    found = selectors.judge_calls_cached(cache_keys=[key for *_, key in prepared])
+    previous = getattr(_prefetched, "entries", None)
+    _prefetched.entries = [
+        _Prefetched(config, name, fields, sample, prompt, request, key, found.get(key))
+        for name, fields, prompt, request, key in prepared
+    ]
     try:
         yield
     finally:
-        _prefetched.calls = previous
+        _prefetched.entries = previous
 
 
-def _cached_result(key: str, prompt: RenderedPrompt) -> JudgeResult | None:
-    prefetched = getattr(_prefetched, "calls", None)
-    if prefetched is not None and key in prefetched:
-        call = prefetched[key]
-    else:
-        call = selectors.judge_call_cached(cache_key=key)
+def _prefetched_entry(config: JudgeConfig, prompt_name: str, fields: dict, sample: int) -> _Prefetched | None:
+    for entry in getattr(_prefetched, "entries", None) or ():
+        same_config = entry.config is config or entry.config.pk == config.pk
+        if same_config and entry.name == prompt_name and entry.sample == sample and entry.fields == fields:
+            return entry
+    return None
+
+
+def _result_from_cache(call: JudgeCall | None, prompt: RenderedPrompt) -> JudgeResult | None:
     if call is None:
         return None
     try:
