@@ -37,10 +37,11 @@ web:
 	$(PY) manage.py migrate --noinput && $(PY) manage.py collectstatic --noinput && \
 		$(VENV)/bin/gunicorn evalsite.wsgi --bind 0.0.0.0:8000 --workers 3 --access-logfile -
 
+# WORKER_PROCESSES Celery processes (default: one per core) × WORKER_THREADS threads (default 16).
 worker:
-	$(VENV)/bin/celery -A evalsite worker --pool threads --concurrency $${WORKER_CONCURRENCY:-32} --loglevel INFO
+	$(PY) scripts/worker.py --loglevel INFO
 
 bench: install
 	DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL) CELERY_BROKER_URL=$(REDIS_URL) \
-		$(PY) bench/throughput.py --mode worker --worker-processes 2 --threads 16
+		$(PY) bench/throughput.py --mode worker
 	$(PY) bench/offline_wice.py

@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://... REDIS_URL=redis://... .venv/bin/python bench/throughput.py
         [--items 1000] [--latency-ms 200] [--concurrency 32] [--threads N]
-        [--mode in-process|worker] [--worker-processes 2] [--steps 1,2,3]
+        [--mode in-process|worker] [--worker-processes N] [--steps 1,2,3]
         [--replies canned|offline] [--script FILE] [--keep]
 
 Three runs of faithfulness + relevancy + rubric + correctness (5 judge calls an item):
@@ -19,8 +19,9 @@ engine's machine for the judge's own thinking (about 1.5 ms of CPU a reply).
 
 `--mode in-process` (default) executes the runs with the engine's in-process executor (the code
 path of `evaluate --in-process`: one process, a thread pool of the judge's max concurrency or
-`--threads`); `--mode worker` starts `--worker-processes` real Celery workers (`--pool threads
--c` threads each, the judge's limit shared through Redis) and enqueues the runs for them. Both
+`--threads`); `--mode worker` starts the shipped worker command (`make worker`, i.e.
+scripts/worker.py: its defaults, or `--worker-processes` processes × `--threads` threads, the
+judge's limit shared through Redis) and enqueues the runs for them. Both
 use the same item pipeline and gateway. CPU seconds are read from /proc (Linux): the engine's
 (this process, or the workers) and the fake server's, per judge call. The datasets and judges
 get a random tag and are deleted afterwards unless `--keep`.
@@ -90,9 +91,16 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--latency-ms", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=32, help="the judge's max_concurrency")
-    parser.add_argument("--threads", type=int, default=None, help="engine threads per process (default: --concurrency)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="engine threads per process (default: --concurrency in-process, WORKER_THREADS's default in worker mode)",
+    )
     parser.add_argument("--mode", choices=["in-process", "worker"], default="in-process")
-    parser.add_argument("--worker-processes", type=int, default=2)
+    parser.add_argument(
+        "--worker-processes", type=int, default=None, help="default: WORKER_PROCESSES's default (one per core)"
+    )
     parser.add_argument("--steps", default="1,2,3", help="which of the three runs (e.g. 2 or 1,3; 3 needs 1)")
     parser.add_argument("--replies", choices=["canned", "offline"], default="canned", help="the fake server's replies")
     parser.add_argument("--script", default=None, help="a --script file for the fake server (overrides --replies)")
@@ -102,7 +110,7 @@ def main() -> None:
     if not steps <= {"1", "2", "3"} or ("3" in steps and "1" not in steps):
         parser.error("--steps: give some of 1, 2, 3 (3 re-runs 1, so it needs 1)")
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per request otherwise
-    threads = args.threads or args.concurrency
+    threads = args.threads or args.concurrency  # in-process
     tag = uuid.uuid4().hex[:8]
     database = settings.DATABASES["default"]
     print(
@@ -110,7 +118,8 @@ def main() -> None:
         f"broker: {settings.CELERY_BROKER_URL}; DEBUG {'on' if settings.DEBUG else 'off'}"
     )
     if args.mode == "worker":
-        print(f"mode: worker — {args.worker_processes} Celery worker process(es), --pool threads -c {threads}")
+        shape = f"WORKER_PROCESSES={args.worker_processes or 'default'} WORKER_THREADS={args.threads or 'default'}"
+        print(f"mode: worker — scripts/worker.py (make worker), {shape}")
     else:
         print(f"mode: in-process — one process, {threads} engine threads")
     print(f"judge max_concurrency {args.concurrency}; {os.cpu_count()} cores; load average {load_average()}")
@@ -122,7 +131,7 @@ def main() -> None:
     try:
         slow_server = start_fake_llm(args.latency_ms, processes, script)
         if args.mode == "worker":
-            start_workers(args.worker_processes, threads, processes)
+            start_workers(args.worker_processes, args.threads, processes)
 
         if "1" in steps:
             slow = make_dataset(f"bench-{tag}-a", args.items, tag + "a")
@@ -254,16 +263,20 @@ def start_fake_llm(latency_ms: int, processes: Processes, script: str | None) ->
     return process
 
 
-def start_workers(count: int, threads: int, processes: Processes) -> None:
-    celery = str(Path(sys.executable).with_name("celery"))
+def start_workers(count: int | None, threads: int | None, processes: Processes) -> None:
+    """The shipped worker command (`make worker`: scripts/worker.py); None keeps its default."""
     logs = REPO / "var" / "bench"
     logs.mkdir(parents=True, exist_ok=True)
-    for number in range(1, count + 1):
-        log = (logs / f"worker-{number}.log").open("w")
-        command = [celery, "-A", "evalsite", "worker", "--pool", "threads", "-c", str(threads), "-l", "warning"]
-        command += ["-n", f"bench{number}-{os.getpid()}@%h", "--without-gossip", "--without-mingle"]
-        processes.workers.append(subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
+    log = (logs / "worker.log").open("w")
+    command = [sys.executable, "scripts/worker.py", "--name", f"bench{os.getpid()}-", "-l", "warning"]
+    command += ["--without-gossip", "--without-mingle"]
+    env = dict(os.environ)
+    for name, value in (("WORKER_PROCESSES", count), ("WORKER_THREADS", threads)):
+        if value is not None:
+            env[name] = str(value)
+    processes.workers.append(subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT))
     time.sleep(5)  # start-up: importing Django and connecting to the broker
+    print("worker: " + (logs / "worker.log").read_text().split("\n", 1)[0])
 
 
 def make_dataset(name: str, items: int, nonce: str) -> DatasetVersion:
@@ -302,15 +315,18 @@ def make_judge(name: str, server: subprocess.Popen, concurrency: int) -> JudgeCo
 
 
 def cpu_seconds(processes: list[subprocess.Popen]) -> float:
-    """User + system CPU seconds of running processes (Linux /proc); 0 where unavailable."""
-    total = 0.0
-    for process in processes:
-        try:
-            fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-    return total
+    """User + system CPU seconds of running processes and their descendants (Linux /proc); 0 where unavailable."""
+    return sum(process_tree_cpu(process.pid) for process in processes)
+
+
+def process_tree_cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return 0.0
+    own = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return own + sum(process_tree_cpu(int(child)) for child in children)
 
 
 def machine_cpu_seconds() -> float:

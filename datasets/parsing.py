@@ -11,6 +11,7 @@ import codecs
 import csv
 import hashlib
 import json
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -18,6 +19,8 @@ from typing import Any, BinaryIO, TypedDict
 
 FORMATS = ("jsonl", "json", "csv")
 MAX_PROBLEMS = 20
+# The command line's limit: the operator's own file, read in flat memory (halved: room for a bounded read's +1).
+NO_SIZE_LIMIT = sys.maxsize // 2
 
 _EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}
 CANONICAL_FIELDS = (
@@ -119,40 +122,79 @@ def resolve_format(filename: str, fmt: str | None = None) -> str:
     return _EXTENSIONS[suffix]
 
 
+class ItemStream:
+    """The valid items of a file, a batch at a time, for writing while the rest is still being read.
+
+    Memory stays flat whatever the file's size (JSONL and CSV are read line by line; a JSON array is
+    one document and is read whole): only the batch in hand, the ids seen (for duplicates) and the
+    running content hash are kept. Batches come while the file is clean so far; after the first
+    problem the rest is still checked, to report up to MAX_PROBLEMS at once, but nothing more is
+    yielded. At the end, DatasetImportError if anything was wrong or there were no items: the caller
+    writes inside one transaction, so raising rolls back whatever it wrote ("validated whole,
+    nothing half-written"). `count` and `sha256` are final once the batches are exhausted.
+    """
+
+    def __init__(self, file: BinaryIO, *, fmt: str, max_bytes: int) -> None:
+        self.file = file
+        self.fmt = fmt
+        self.max_bytes = max_bytes
+        self.count = 0
+        self._digest = hashlib.sha256()
+
+    @property
+    def sha256(self) -> str:
+        return self._digest.hexdigest()
+
+    def batches(self, size: int) -> Iterator[list[Item]]:
+        problems = _Problems()
+        first_seen: dict[str, str] = {}
+        batch: list[Item] = []
+        try:
+            for where, record in _RECORD_READERS[self.fmt](self.file, self.max_bytes, problems):
+                item = normalize_item(record, position=self.count + 1, where=where, problems=problems)
+                if item is None:
+                    continue
+                if item["id"] in first_seen:
+                    problems.add(where, "id", f"duplicate id '{item['id']}' (first used on {first_seen[item['id']]})")
+                first_seen.setdefault(item["id"], where)
+                self.count += 1
+                if problems.found:
+                    continue
+                _hash_item(self._digest, item)
+                batch.append(item)
+                if len(batch) >= size:
+                    yield batch
+                    batch = []
+        except _TooManyProblems:
+            pass
+        if problems.found:
+            count = len(problems.found)
+            message = f"The file has {count} problem{'s' if count > 1 else ''}; nothing was imported."
+            if problems.truncated:
+                message += f" Checking stopped after the first {MAX_PROBLEMS}."
+            raise DatasetImportError(message, problems.found)
+        if not self.count:
+            raise DatasetImportError("The file is empty: it holds no items; nothing was imported.")
+        if batch:
+            yield batch
+
+
 def parse_dataset(file: BinaryIO, *, fmt: str, max_bytes: int) -> list[Item]:
-    """Every item of the file, canonical; raises DatasetImportError listing the problems found."""
-    problems = _Problems()
-    items: list[Item] = []
-    first_seen: dict[str, str] = {}
-    try:
-        for where, record in _RECORD_READERS[fmt](file, max_bytes, problems):
-            item = normalize_item(record, position=len(items) + 1, where=where, problems=problems)
-            if item is None:
-                continue
-            if item["id"] in first_seen:
-                problems.add(where, "id", f"duplicate id '{item['id']}' (first used on {first_seen[item['id']]})")
-            first_seen.setdefault(item["id"], where)
-            items.append(item)
-    except _TooManyProblems:
-        pass
-    if problems.found:
-        count = len(problems.found)
-        message = f"The file has {count} problem{'s' if count > 1 else ''}; nothing was imported."
-        if problems.truncated:
-            message += f" Checking stopped after the first {MAX_PROBLEMS}."
-        raise DatasetImportError(message, problems.found)
-    if not items:
-        raise DatasetImportError("The file is empty: it holds no items; nothing was imported.")
-    return items
+    """Every item of the file, canonical, in memory (small files); raises DatasetImportError listing the problems."""
+    return [item for batch in ItemStream(file, fmt=fmt, max_bytes=max_bytes).batches(1000) for item in batch]
 
 
 def content_sha256(items: Iterable[Item]) -> str:
     """Hash of the canonical content: the same items give the same hash whatever the file's format or name."""
     digest = hashlib.sha256()
     for item in items:
-        digest.update(json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode())
-        digest.update(b"\n")
+        _hash_item(digest, item)
     return digest.hexdigest()
+
+
+def _hash_item(digest: Any, item: Item) -> None:
+    digest.update(json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode())
+    digest.update(b"\n")
 
 
 # --- records -----------------------------------------------------------------
@@ -161,7 +203,7 @@ def content_sha256(items: Iterable[Item]) -> str:
 def _too_large(max_bytes: int) -> DatasetImportError:
     return DatasetImportError(
         f"The file is over the size limit of {_human_size(max_bytes)}; nothing was imported. "
-        "Split it into smaller datasets."
+        "Split it into smaller datasets, or import it with `manage.py import_dataset` (no size limit)."
     )
 
 

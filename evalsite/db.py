@@ -66,6 +66,27 @@ def _insert_fields(model: type[models.Model]) -> tuple[models.Field, ...]:
     return tuple(field for field in model._meta.concrete_fields if not field.primary_key)
 
 
+def insert_rows_sql(rows: Sequence[models.Model], *, where: str) -> tuple[str, list[Any]]:
+    """An INSERT of these unsaved rows that only happens when `where` holds, as SQL and parameters:
+    `INSERT ... SELECT * FROM (VALUES ...) WHERE ...`, for a data-modifying CTE (PostgreSQL).
+
+    Each value is cast to its column's type: inside a SELECT, PostgreSQL would otherwise type a
+    column of the VALUES list from its first row (a NULL there reads as text).
+    """
+    model = type(rows[0])
+    fields = _insert_fields(model)
+    row = "(" + ", ".join(f"CAST(%s AS {field.db_type(connection)})" for field in fields) + ")"
+    sql = (
+        f"INSERT INTO {table(model)} ({', '.join(quote(field.column) for field in fields)}) "
+        f"SELECT * FROM (VALUES {', '.join([row] * len(rows))}) AS {quote('new')} WHERE {where}"
+    )
+    return sql, _insert_params(rows, fields)
+
+
+def _insert_params(rows: Sequence[models.Model], fields: Sequence[models.Field]) -> list[Any]:
+    return [field.get_db_prep_save(field.pre_save(row, True), connection) for row in rows for field in fields]
+
+
 def insert_rows(rows: Sequence[models.Model], *, return_ids: bool = False) -> None:
     """One multi-row INSERT of unsaved instances of one model, each value prepared by its field
     (pre_save + get_db_prep_save, as bulk_create does: auto_now_add included).
@@ -85,7 +106,7 @@ def insert_rows(rows: Sequence[models.Model], *, return_ids: bool = False) -> No
     )
     if return_ids:
         sql += f" RETURNING {quote(model._meta.pk.column)}"
-    params = [field.get_db_prep_save(field.pre_save(row, True), connection) for row in rows for field in fields]
+    params = _insert_params(rows, fields)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         if return_ids:

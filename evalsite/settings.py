@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -52,6 +53,7 @@ INSTALLED_APPS = [
     "datasets",
     "judges",
     "evaluations",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -65,6 +67,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -114,6 +118,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# django-axes checks the lockout before the password is looked at (its backend comes first).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -150,6 +159,30 @@ LOGGING = {
     },
 }
 
+# --- Running behind HTTPS (all off by default: `make run` serves plain HTTP on localhost) ----
+# docker-compose.yml turns them on; `manage.py check --deploy` is clean with them on.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
+# A reverse proxy ends TLS and forwards plain HTTP: trust its X-Forwarded-Proto (only behind one,
+# or any client could claim HTTPS) and take the client's address from X-Forwarded-For.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("SECURE_PROXY_SSL_HEADER") else None
+EVALSITE_TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0)
+
+# --- Login throttling (django-axes) -----------------------------------------
+# Failures count per (account, address) pair: a guesser is locked out of that account from that
+# address, while the account's owner elsewhere, and other accounts from the same office NAT, still
+# get in (locking the account everywhere would hand anyone a way to lock out its owner).
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "evalsite.client_ip.client_ip"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False  # else a banner on stderr at every start of every command
+
 # --- Celery ---------------------------------------------------------------
 # Default: kombu's filesystem transport under var/, so the embedded mode needs no server.
 # The host part means nothing to it; naming one keeps kombu from warning "No hostname was supplied".
@@ -178,15 +211,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
-# Run engine (evaluations/engine.py, evaluations/services/). An item's lease is renewed while its judge
-# calls go on; the reaper (a thread in every worker, every EVALSITE_REAP_INTERVAL_SECONDS; 0 turns
-# it off) puts items whose lease expired back to pending, re-sends tasks queued longer than
-# EVALSITE_REQUEUE_AFTER_SECONDS (lost messages), and gives up on an item after
-# EVALSITE_MAX_ITEM_ATTEMPTS claims. `evaluate --wait` gives up on a run no worker picked up
-# within EVALSITE_QUEUE_TIMEOUT_SECONDS.
-EVALSITE_ITEM_LEASE_SECONDS = env_int("EVALSITE_ITEM_LEASE_SECONDS", 600, minimum=1)
+# Run engine (evaluations/engine.py, evaluations/services/). Every process that holds items renews
+# their leases (EVALSITE_ITEM_LEASE_SECONDS) every third of it, so a short lease only means a dead
+# worker is noticed sooner (evaluations/leases.py). The reaper (a thread in every worker, every
+# EVALSITE_REAP_INTERVAL_SECONDS; 0 turns it off) re-sends the items of a process whose leases
+# expired, re-sends items queued longer than EVALSITE_REQUEUE_AFTER_SECONDS that no process took
+# (messages lost by the broker), and gives up on an item after EVALSITE_MAX_ITEM_ATTEMPTS claims.
+# Defaults: a killed worker's items are back in the queue within 40 s of its last beat.
+# `evaluate --wait` gives up on a run no worker picked up within EVALSITE_QUEUE_TIMEOUT_SECONDS.
+EVALSITE_ITEM_LEASE_SECONDS = env_int("EVALSITE_ITEM_LEASE_SECONDS", 30, minimum=1)
 EVALSITE_REQUEUE_AFTER_SECONDS = env_int("EVALSITE_REQUEUE_AFTER_SECONDS", 900, minimum=1)
-EVALSITE_REAP_INTERVAL_SECONDS = env_int("EVALSITE_REAP_INTERVAL_SECONDS", 30, minimum=0)
+EVALSITE_REAP_INTERVAL_SECONDS = env_int("EVALSITE_REAP_INTERVAL_SECONDS", 10, minimum=0)
 EVALSITE_MAX_ITEM_ATTEMPTS = env_int("EVALSITE_MAX_ITEM_ATTEMPTS", 5, minimum=1)
 EVALSITE_QUEUE_TIMEOUT_SECONDS = env_int("EVALSITE_QUEUE_TIMEOUT_SECONDS", 60, minimum=1)
 

@@ -11,25 +11,27 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from django.db import connection
+from django.db.models import Model
 from django.utils import timezone
 
 from datasets.models import Example
 from datasets.sql import example_from_columns, example_input_columns
-from evalsite.db import quote, table, to_db
+from evalsite.db import insert_rows_sql, quote, table, to_db
 from evaluations.models import ItemStatus, MetricResult, Run, RunItem, RunStatus
 
 _ITEMS = table(RunItem)
 _RUNS = table(Run)
 _ID, _RUN_ID, _EXAMPLE_ID = quote("id"), quote("run_id"), quote("example_id")
 _STATUS, _ATTEMPTS, _ENQUEUED_AT = quote("status"), quote("attempts"), quote("enqueued_at")
+_LEASE = quote("lease_expires_at")
 
 _CLAIM_SQL = f"""
-    UPDATE {_ITEMS} SET {_STATUS} = %s, {_ATTEMPTS} = {_ATTEMPTS} + 1, {quote("lease_expires_at")} = %s,
+    UPDATE {_ITEMS} SET {_STATUS} = %s, {_ATTEMPTS} = {_ATTEMPTS} + 1, {_LEASE} = %s,
         {quote("started_at")} = %s, {quote("error")} = ''
     WHERE {_ID} = %s AND {_STATUS} = %s
       AND EXISTS (SELECT 1 FROM {_RUNS} WHERE {_RUNS}.{_ID} = {_ITEMS}.{_RUN_ID} AND {_RUNS}.{_STATUS} = %s)
@@ -70,10 +72,58 @@ _BUMP_SQL = (
 )
 
 
+def item_complete_in_one_statement(
+    item_id: int,
+    attempt: int,
+    values: Mapping[str, Any],
+    rows: Sequence[Sequence[Model]],
+    run_id: int,
+    counters: Mapping[str, Any],
+) -> bool:
+    """PostgreSQL: `item_finish` to done, the item's result rows and the run's counters in one statement
+    (data-modifying CTEs: atomic by itself, so no BEGIN and COMMIT either). The rows are inserted and
+    `items_done` bumped only if this execution still owned the item; True if it did.
+    """
+    columns = ", ".join(f"{quote(name)} = %s" for name in values)
+    parts = [
+        f"{quote('finished')} AS (UPDATE {_ITEMS} SET {columns} "
+        f"WHERE {_ID} = %s AND {_STATUS} = %s AND {_ATTEMPTS} = %s RETURNING {_ID})"
+    ]
+    params: list[Any] = [*map(to_db, values.values()), item_id, ItemStatus.RUNNING, attempt]
+    owned = f"EXISTS (SELECT 1 FROM {quote('finished')})"
+    for number, group in enumerate(group for group in rows if group):
+        insert, insert_params = insert_rows_sql(group, where=owned)
+        parts.append(f"{quote(f'inserted_{number}')} AS ({insert})")
+        params += insert_params
+    bumps = [
+        f"{quote(name)} = {quote(name)} + "
+        + (f"(SELECT COUNT(*) FROM {quote('finished')})" if name == "items_done" else "%s")
+        for name in RUN_COUNTERS
+    ]
+    parts.append(f"{quote('bumped')} AS (UPDATE {_RUNS} SET {', '.join(bumps)} WHERE {_ID} = %s)")
+    params += [to_db(counters.get(name, 0)) for name in RUN_COUNTERS if name != "items_done"] + [run_id]
+    sql = "WITH " + ", ".join(parts) + f" SELECT COUNT(*) FROM {quote('finished')}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()[0] == 1
+
+
 def run_counters_add(run_id: int, amounts: Mapping[str, Any]) -> None:
     """Add to the run's counters in place (`calls = calls + n`): concurrent items never lose an update."""
     with connection.cursor() as cursor:
         cursor.execute(_BUMP_SQL, [*(to_db(amounts.get(name, 0)) for name in RUN_COUNTERS), run_id])
+
+
+def items_lease(item_ids: list[int], *, until: datetime, statuses: tuple[str, ...]) -> int:
+    """Set the lease of those items that are in one of `statuses` (evaluations/leases.py); rows changed."""
+    if not item_ids:
+        return 0
+    ids = ", ".join(["%s"] * len(item_ids))
+    states = ", ".join(["%s"] * len(statuses))
+    sql = f"UPDATE {_ITEMS} SET {_LEASE} = %s WHERE {_ID} IN ({ids}) AND {_STATUS} IN ({states})"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [to_db(until), *item_ids, *statuses])
+        return cursor.rowcount
 
 
 def items_mark_enqueued(run_id: int, count: int) -> list[int]:

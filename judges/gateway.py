@@ -21,7 +21,8 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -40,6 +41,20 @@ STOP_CHECK_SECONDS = 1.0  # while sleeping between attempts, ask should_stop() t
 
 _cache_counts = {"hits": 0, "misses": 0}
 _cache_counts_lock = threading.Lock()
+# This thread's prefetched prompts (`cache_prefetched`), each with its cache answer (None: a known miss).
+_prefetched = threading.local()
+
+
+@dataclass(frozen=True)
+class _Prefetched:
+    config: JudgeConfig
+    name: str
+    fields: dict
+    sample: int
+    prompt: RenderedPrompt
+    request: dict
+    key: str
+    call: JudgeCall | None
 
 
 def judge(
@@ -53,10 +68,15 @@ def judge(
     should_stop: Callable[[], bool] | None = None,
 ) -> JudgeResult:
     """Ask `config`'s judge `prompt_name` about `fields`; `sample` > 0 asks again instead of reusing answer 0."""
-    prompt = prompts.render(prompt_name, fields)
-    request = request_record(config, prompt, sample=sample)
-    key = cache_key(request)
-    cached = _cached_result(key, prompt)
+    prefetched = _prefetched_entry(config, prompt_name, fields, sample)
+    if prefetched is not None:  # rendered, keyed and looked up already
+        prompt, request, key = prefetched.prompt, prefetched.request, prefetched.key
+        cached = _result_from_cache(prefetched.call, prompt)
+    else:
+        prompt = prompts.render(prompt_name, fields)
+        request = request_record(config, prompt, sample=sample)
+        key = cache_key(request)
+        cached = _result_from_cache(selectors.judge_call_cached(cache_key=key), prompt)
     _count("hits" if cached else "misses")
     if cached is not None:
         return cached
@@ -241,8 +261,40 @@ def _sleep(seconds: float, config: JudgeConfig, should_stop: Callable[[], bool] 
     time.sleep(max(0.0, remaining))
 
 
-def _cached_result(key: str, prompt: RenderedPrompt) -> JudgeResult | None:
-    call = selectors.judge_call_cached(cache_key=key)
+@contextmanager
+def cache_prefetched(config: JudgeConfig, requests: Iterable[tuple[str, dict]], *, sample: int = 0) -> Iterator[None]:
+    """Render these prompts and look the cache up for all of them in one query; a `judge` call of
+    this thread inside the block that asks one of them reuses the rendering and the answer (a
+    prefetched miss asks the judge without querying the cache again).
+
+    An item's first prompts depend only on the item: one query instead of one per call.
+    """
+    prepared = []
+    for name, fields in requests:
+        prompt = prompts.render(name, fields)
+        request = request_record(config, prompt, sample=sample)
+        prepared.append((name, fields, prompt, request, cache_key(request)))
+    found = selectors.judge_calls_cached(cache_keys=[key for *_, key in prepared])
+    previous = getattr(_prefetched, "entries", None)
+    _prefetched.entries = [
+        _Prefetched(config, name, fields, sample, prompt, request, key, found.get(key))
+        for name, fields, prompt, request, key in prepared
+    ]
+    try:
+        yield
+    finally:
+        _prefetched.entries = previous
+
+
+def _prefetched_entry(config: JudgeConfig, prompt_name: str, fields: dict, sample: int) -> _Prefetched | None:
+    for entry in getattr(_prefetched, "entries", None) or ():
+        same_config = entry.config is config or entry.config.pk == config.pk
+        if same_config and entry.name == prompt_name and entry.sample == sample and entry.fields == fields:
+            return entry
+    return None
+
+
+def _result_from_cache(call: JudgeCall | None, prompt: RenderedPrompt) -> JudgeResult | None:
     if call is None:
         return None
     try:

@@ -23,6 +23,11 @@ def judge_call_cached(*, cache_key: str) -> JudgeCall | None:
     return sql.judge_call_cached(cache_key)
 
 
+def judge_calls_cached(*, cache_keys: list[str]) -> dict[str, JudgeCall]:
+    """`judge_call_cached` for several keys in one query: {key: call} for the keys that have one."""
+    return sql.judge_calls_cached(cache_keys)
+
+
 def judge_calls_for_run(*, run_id: int) -> QuerySet[JudgeCall]:
     return JudgeCall.objects.filter(run_id=run_id).select_related("config")
 

@@ -19,6 +19,25 @@ _CACHED_SQL = (
 )
 
 
+def judge_calls_cached(cache_keys: list[str]) -> dict[str, JudgeCall]:
+    """The first successful call of each of these cache keys that has one: one query for an item's prompts."""
+    if not cache_keys:
+        return {}
+    keys = ", ".join(["%s"] * len(cache_keys))
+    sql = (
+        f"SELECT {quote('cache_key')}, {', '.join(quote(name) for name in _CACHED_FIELDS)} FROM {table(JudgeCall)} "
+        f"WHERE {quote('cache_key')} IN ({keys}) AND {quote('error')} = '' ORDER BY {quote('id')}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, cache_keys)
+        rows = cursor.fetchall()
+    found: dict[str, JudgeCall] = {}
+    for key, *values in rows:
+        if key not in found:
+            found[key] = JudgeCall.from_db(connection.alias, _CACHED_FIELDS, values)
+    return found
+
+
 def judge_call_cached(cache_key: str) -> JudgeCall | None:
     """The first successful call with this cache key, deferred like `.only("id", "raw_reply", "prompt_version")`."""
     with connection.cursor() as cursor:

@@ -19,3 +19,10 @@ def make_user(db):
 def fast_password_hashing(settings) -> None:
     # make_user hashes a password; the default hasher costs most of a view test's run time.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def login_throttle_off(settings) -> None:
+    # Django's test client logs in without a request, which django-axes refuses; the throttle
+    # has its own tests (tests/foundation/test_login_throttle.py), which turn it back on.
+    settings.AXES_ENABLED = False

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from evaluations.metrics.base import ItemInput, Metric, MetricContext, MetricOutcome
+from evaluations.metrics.base import ItemInput, JudgeRequest, Metric, MetricContext, MetricOutcome
 from evaluations.metrics.citation_audit import CITATION_AUDIT
 from evaluations.metrics.correctness import CORRECTNESS
 from evaluations.metrics.faithfulness import FAITHFULNESS
@@ -49,6 +49,19 @@ def evaluate_item(item: ItemInput, metric_names: Sequence[str], ctx: MetricConte
     ctx = replace(ctx, settings=resolve_settings(ctx.settings))
     outcomes = {name: REGISTRY[name].evaluate(item, ctx) for name in execution_order(metric_names)}
     return ItemEvaluation(outcomes=outcomes, overall=overall_score(outcomes, ctx.settings))
+
+
+def first_prompts(item: ItemInput, metric_names: Sequence[str], settings: Mapping) -> list[JudgeRequest]:
+    """The first judge prompt of each named metric that asks one: they depend only on the item, so the
+    engine looks the cache up for all of them in one query before the metrics run."""
+    resolved = resolve_settings(settings)
+    requests = []
+    for name in execution_order(metric_names):
+        first_prompt = getattr(REGISTRY[name], "first_prompt", None)
+        request = first_prompt(item, resolved) if first_prompt is not None else None
+        if request is not None:
+            requests.append(request)
+    return requests
 
 
 def execution_order(metric_names: Sequence[str]) -> list[str]:

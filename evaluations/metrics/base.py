@@ -60,6 +60,9 @@ def scored_outcome(metric: str, score: float, threshold: float | None, **fields:
 
 # prompt name, fields -> parsed reply; raises judges.types.JudgeError when the call fails for good.
 JudgeFn = Callable[[str, dict[str, Any]], JudgeResult]
+# A judge metric's first prompt: (prompt name, fields). It depends only on the item and the settings,
+# so the engine looks the cache up for all of an item's first prompts in one query.
+JudgeRequest = tuple[str, dict[str, Any]]
 
 
 @dataclass
@@ -73,6 +76,8 @@ class Metric(Protocol):
     uses_judge: bool
 
     def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome: ...
+
+    # Judge metrics also have `first_prompt(item, settings) -> JudgeRequest | None` (None: no call).
 
 
 def prompt_versions(results: Sequence[JudgeResult]) -> str:

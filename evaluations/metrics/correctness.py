@@ -14,6 +14,8 @@ the rule of every metric (`base.passes`); skipped items neither pass nor fail.
 
 from __future__ import annotations
 
+from typing import Any
+
 from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions, scored_outcome
 from judges.types import Correctness
 
@@ -29,13 +31,17 @@ class CorrectnessMetric:
     name = "correctness"
     uses_judge = True
 
+    def first_prompt(self, item: ItemInput, settings: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        if not item.reference_answer.strip():
+            return None
+        return "correctness", {"query": item.query, "response": item.response, "reference": item.reference_answer}
+
     def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome:
         threshold = ctx.settings["thresholds"]["correctness"]
-        if not item.reference_answer.strip():
+        request = self.first_prompt(item, ctx.settings)
+        if request is None:
             return MetricOutcome(metric=self.name, threshold=threshold, skipped_reason=NO_REFERENCE)
-        result = ctx.judge(
-            "correctness", {"query": item.query, "response": item.response, "reference": item.reference_answer}
-        )
+        result = ctx.judge(*request)
         verdict: Correctness = result.value  # type: ignore[assignment]
         score = float(verdict.score)
         return scored_outcome(

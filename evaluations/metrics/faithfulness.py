@@ -32,6 +32,7 @@ from evaluations.metrics.base import (
     ClaimRecord,
     ItemInput,
     JudgeFn,
+    JudgeRequest,
     MetricContext,
     MetricOutcome,
     prompt_versions,
@@ -85,6 +86,9 @@ class FaithfulnessMetric:
     name = "faithfulness"
     uses_judge = True
 
+    def first_prompt(self, item: ItemInput, settings: dict[str, Any]) -> JudgeRequest | None:
+        return _extraction_prompt(item)
+
     def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome:
         partial_weight = ctx.settings["partial_weight"]
         claims, results = _extract_claims(item, ctx.judge)
@@ -114,10 +118,17 @@ class FaithfulnessMetric:
         )
 
 
-def _extract_claims(item: ItemInput, judge: JudgeFn) -> tuple[list[str], list[JudgeResult]]:
+def _extraction_prompt(item: ItemInput) -> JudgeRequest | None:
     if not item.response.strip():
+        return None
+    return "claim_extraction", {"query": item.query, "response": item.response}
+
+
+def _extract_claims(item: ItemInput, judge: JudgeFn) -> tuple[list[str], list[JudgeResult]]:
+    request = _extraction_prompt(item)
+    if request is None:
         return [], []
-    result = judge("claim_extraction", {"query": item.query, "response": item.response})
+    result = judge(*request)
     return list(result.value), [result]  # type: ignore[call-overload]
 
 

@@ -12,6 +12,8 @@ score ≥ threshold, the rule of every metric (`base.passes`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome, prompt_versions, scored_outcome
 from judges.types import Relevancy
 
@@ -24,10 +26,11 @@ class RelevancyMetric:
     name = "relevancy"
     uses_judge = True
 
+    def first_prompt(self, item: ItemInput, settings: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return "relevancy", {"query": item.query, "response": item.response, "contexts": list(item.contexts)}
+
     def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome:
-        result = ctx.judge(
-            "relevancy", {"query": item.query, "response": item.response, "contexts": list(item.contexts)}
-        )
+        result = ctx.judge(*self.first_prompt(item, ctx.settings))
         verdict: Relevancy = result.value  # type: ignore[assignment]
         score = relevancy_score(verdict.passing)
         threshold = ctx.settings["thresholds"]["relevancy"]

@@ -105,18 +105,25 @@ def item_overall(
     return weighted_overall(values, weights)
 
 
+def _rubric_fields(item: ItemInput, audit: CitationAudit) -> dict[str, Any]:
+    return {
+        "query": item.query,
+        "response": item.response,
+        "contexts": list(item.contexts),
+        "audit_rules": audit_rules(audit),
+    }
+
+
 class RubricMetric:
     name = "rubric"
     uses_judge = True
 
+    def first_prompt(self, item: ItemInput, settings: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return "rubric", _rubric_fields(item, audit_item(item, settings))
+
     def evaluate(self, item: ItemInput, ctx: MetricContext) -> MetricOutcome:
         audit = audit_item(item, ctx.settings)
-        fields = {
-            "query": item.query,
-            "response": item.response,
-            "contexts": list(item.contexts),
-            "audit_rules": audit_rules(audit),
-        }
+        fields = _rubric_fields(item, audit)
         result = ctx.judge("rubric", fields)
         reply: RubricScores = result.value  # type: ignore[assignment]
         raw = {dimension: getattr(reply, dimension) for dimension in DIMENSIONS}

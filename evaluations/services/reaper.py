@@ -32,7 +32,8 @@ REAP_BATCH_SIZE = 1000
 class ReapReport:
     reclaimed: int = 0  # leases expired: back to pending
     abandoned: int = 0  # leases expired too often: errors
-    requeued: int = 0  # queued too long (message lost): sent again
+    orphaned: int = 0  # reserved by a process whose leases expired (it died holding the message): sent again
+    requeued: int = 0  # queued too long with no process holding it (message lost by the broker): sent again
     fed: int = 0
     restarted: int = 0  # queued runs whose start task was sent again
     finalized: int = 0
@@ -46,8 +47,12 @@ def runs_reap() -> ReapReport:
     report = ReapReport()
     now = timezone.now()
     report.reclaimed, report.abandoned = items_reclaim_expired()
+    queued = RunItem.objects.filter(status=ItemStatus.PENDING, enqueued_at__isnull=False)
+    # A lease on a queued item: a process took its message; expired, that process is gone (leases.py).
+    report.orphaned = queued.filter(lease_expires_at__lt=now).update(enqueued_at=None, lease_expires_at=None)
+    # No lease: still in the broker's queue, or lost by the broker: only time tells them apart.
     requeue_before = now - timedelta(seconds=settings.EVALSITE_REQUEUE_AFTER_SECONDS)
-    report.requeued = RunItem.objects.filter(status=ItemStatus.PENDING, enqueued_at__lt=requeue_before).update(
+    report.requeued = queued.filter(lease_expires_at__isnull=True, enqueued_at__lt=requeue_before).update(
         enqueued_at=None
     )
     stale_heartbeat = now - timedelta(seconds=HEARTBEAT_STALE_SECONDS)

@@ -19,6 +19,7 @@ from django.utils import timezone
 from datasets.models import DatasetVersion
 from datasets.selectors import version_example_count, version_example_ids
 from evalsite.roles import REVIEWER, require_role
+from evaluations import leases
 from evaluations.aggregates import review_summary, run_aggregates
 from evaluations.engine import ItemOutcome, item_execute
 from evaluations.metrics import METRIC_NAMES, execution_order, require_known
@@ -167,8 +168,12 @@ def item_process(*, item_ids: list[int]) -> list[ItemOutcome]:
     """The item task: execute its items one after another, then feed their run as many new ones or finish it."""
     outcomes = []
     handled: Counter[int] = Counter()  # run id -> items this task claimed and let go
+    leases.items_reserve(item_ids)  # the items waiting their turn in this task are held too
     for item_id in item_ids:
-        execution = item_execute(item_id)
+        try:
+            execution = item_execute(item_id)
+        finally:
+            leases.keeper.let_go(item_id)
         outcomes.append(execution.outcome)
         if execution.outcome in HANDLED_OUTCOMES:
             assert execution.run_id is not None
@@ -194,7 +199,10 @@ def run_finalize_if_idle(*, run_id: int) -> bool:
         target = None  # decided from the counts below
     else:
         return False
+    run = Run.objects.get(pk=run_id)
     counts = run_item_counts(run_id)
+    if target is None and sum(counts.values()) < run.items_total:
+        return False  # run_start is still creating its items (a reaper pass between its two steps)
     error = ""
     if target is None:
         if counts[ItemStatus.ERROR] == 0:
@@ -206,7 +214,6 @@ def run_finalize_if_idle(*, run_id: int) -> bool:
             first = RunItem.objects.filter(run_id=run_id, status=ItemStatus.ERROR).order_by("id").first()
             error = f"all {counts[ItemStatus.ERROR]} items failed; the first: {first.error if first else ''}"
     now = timezone.now()
-    run = Run.objects.get(pk=run_id)
     finished = Run.objects.filter(pk=run_id, status=status).update(
         status=target,
         finished_at=now,

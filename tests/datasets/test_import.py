@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from django.db import IntegrityError, connection
+from django.db import connection
 
 from datasets import services
 from datasets.models import Dataset, DatasetVersion, Example
@@ -201,29 +201,6 @@ def test_other_datasets_have_their_own_numbering(import_bytes) -> None:
     assert (result.created, result.version.number, Dataset.objects.count()) == (True, 1, 2)
 
 
-def test_a_lost_race_returns_the_winners_version(import_bytes, monkeypatch) -> None:
-    # given a version stored by another process between our check and our insert
-    winner = import_bytes(jsonl(item(1)))
-
-    def lose_the_race(**kwargs):
-        raise IntegrityError('duplicate key value violates unique constraint "uniq_dataset_version_content"')
-
-    monkeypatch.setattr(services, "_store_version", lose_the_race)
-    # when
-    result = import_bytes(jsonl(item(1)))
-    # then
-    assert (result.created, result.version) == (False, winner.version)
-
-
-def test_an_integrity_error_with_no_matching_version_is_raised(import_bytes, monkeypatch) -> None:
-    def broken(**kwargs):
-        raise IntegrityError("something else")
-
-    monkeypatch.setattr(services, "_store_version", broken)
-    with pytest.raises(IntegrityError):
-        import_bytes(jsonl(item(1)))
-
-
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_identical_imports_store_one_version() -> None:
     # given an existing dataset (creating it would serialise the imports on its unique name)
@@ -272,3 +249,45 @@ def test_a_database_failure_midway_stores_nothing(import_bytes, monkeypatch) -> 
     # then the first batch was rolled back with the version and the dataset
     assert calls == [2, 1]
     assert_nothing_stored()
+
+
+def test_an_error_on_the_last_line_of_a_big_file_writes_nothing(import_bytes, monkeypatch) -> None:
+    # given a file of 2,500 valid items and a bad last line, written in batches of 1,000 as read
+    written = []
+    real_bulk_create = Example.objects.bulk_create
+
+    def counting_bulk_create(objs, *args, **kwargs):
+        written.append(len(objs))
+        return real_bulk_create(objs, *args, **kwargs)
+
+    monkeypatch.setattr(Example.objects, "bulk_create", counting_bulk_create)
+    content = jsonl(*(item(n) for n in range(1, 2501)), {"id": "q-last", "query": ["not", "text"]})
+    # when
+    with pytest.raises(services.DatasetImportError) as caught:
+        import_bytes(content)
+    # then the batches read before the error were written, and rolled back with the rest
+    assert written == [1000, 1000]
+    assert [str(problem) for problem in caught.value.problems] == [
+        "line 2501, field 'query': must be a string, got a list"
+    ]
+    assert_nothing_stored()
+
+
+def test_items_are_numbered_across_batches(import_bytes, monkeypatch) -> None:
+    monkeypatch.setattr(services, "EXAMPLE_BATCH_SIZE", 2)
+
+    result = import_bytes(jsonl(*(item(n) for n in range(1, 6))))
+
+    assert [(e.position, e.external_id) for e in stored(result)] == [(n, f"q-{n}") for n in range(1, 6)]
+    assert result.version.item_count == 5
+
+
+def test_identical_content_written_in_batches_is_undone_and_finds_the_first_version(import_bytes, monkeypatch) -> None:
+    monkeypatch.setattr(services, "EXAMPLE_BATCH_SIZE", 2)
+    content = jsonl(*(item(n) for n in range(1, 6)))
+    first = import_bytes(content)
+
+    again = import_bytes(content)
+
+    assert (again.created, again.version) == (False, first.version)
+    assert Example.objects.count() == 5

@@ -9,6 +9,8 @@ from django.db import connections
 
 from datasets.management.commands.import_dataset import Command
 from datasets.models import DatasetVersion
+from datasets.parsing import DatasetImportError
+from datasets.services import dataset_import
 from tests.datasets.conftest import assert_nothing_stored, item, jsonl
 
 DEMO = Path(__file__).resolve().parents[2] / "datasets" / "demo" / "stip-governance.jsonl"
@@ -68,3 +70,15 @@ def test_a_failed_command_exits_non_zero(db, tmp_path: Path, monkeypatch) -> Non
     assert exit_info.value.code == 1
     assert "line 1: invalid JSON" in command_err.getvalue()
     assert_nothing_stored()
+
+
+def test_the_command_line_has_no_size_limit(db, tmp_path: Path, settings) -> None:
+    # given a file over the web upload's limit
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(jsonl(*(item(n) for n in range(1, 30))))
+    settings.DATASET_MAX_UPLOAD_BYTES = path.stat().st_size // 2
+    # when it is imported from the command line, it is accepted
+    assert run(str(path), "--name", "big") == "Imported big version 1: 29 items.\n"
+    # while the same content through the upload path is refused
+    with path.open("rb") as file, pytest.raises(DatasetImportError, match="over the size limit"):
+        dataset_import(name="web", file=file, filename="big.jsonl")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from django.db import connections
+from django.db import connection, connections
 from django.utils import timezone
 
 from evaluations.engine import ItemOutcome, item_execute
@@ -348,6 +348,74 @@ def test_reaper_finishes_idle_runs_and_requeues_lost_messages(
     assert RunItem.objects.filter(run=lost, enqueued_at__gt=long_ago).count() == 2
 
 
+def test_a_running_run_whose_items_are_not_created_yet_is_not_finished(make_dataset, offline_judge) -> None:
+    # given a run between run_start's two steps: running, its items not created yet
+    run = runs.run_create(dataset_version=make_dataset(3), judge_config=offline_judge, metrics=["retrieval"])
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)
+
+    # when a reaper pass comes by, it does not finish the run as "0 items, completed"
+    reaper.runs_reap()
+
+    assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
+    runs.run_start(run_id=run.pk)
+    assert RunItem.objects.filter(run=run).count() == 3
+
+
+def test_reaper_tells_a_message_held_by_a_dead_process_from_one_still_queued(make_dataset, offline_judge) -> None:
+    # given a running run (its heartbeat stale, as on workers) with four queued, pending items:
+    run = started_without_workers(make_dataset(4), offline_judge, metrics=["retrieval"])
+    Run.objects.filter(pk=run.pk).update(heartbeat_at=None)
+    now = timezone.now()
+    orphaned, held, waiting, old = RunItem.objects.filter(run=run).order_by("id")
+    RunItem.objects.filter(run=run).update(enqueued_at=now - timedelta(minutes=1))
+    # reserved by a process that stopped renewing, reserved by a live one, and two without a lease
+    RunItem.objects.filter(pk=orphaned.pk).update(lease_expires_at=now - timedelta(seconds=1))
+    RunItem.objects.filter(pk=held.pk).update(lease_expires_at=now + timedelta(seconds=20))
+    RunItem.objects.filter(pk=old.pk).update(enqueued_at=now - timedelta(hours=1))
+
+    report = reaper.runs_reap()
+
+    # then the dead process's item is sent again at once; the live one's and the queued one stay;
+    # the one queued past EVALSITE_REQUEUE_AFTER_SECONDS with no process holding it is sent again
+    assert (report.orphaned, report.requeued) == (1, 1)
+    queued_at = dict(RunItem.objects.filter(run=run).values_list("id", "enqueued_at"))
+    assert queued_at[orphaned.pk] > now and queued_at[old.pk] > now  # re-fed by the same pass
+    assert queued_at[held.pk] < now and queued_at[waiting.pk] < now
+    assert RunItem.objects.get(pk=orphaned.pk).lease_expires_at is None
+
+
+def test_a_task_reserves_its_items_and_the_keeper_renews_them_until_done(
+    make_dataset, offline_judge, stub_gateway, settings
+) -> None:
+    from evaluations import leases
+
+    # given a task of three items (the judge answers slowly), with 3-second leases
+    settings.EVALSITE_ITEM_LEASE_SECONDS = 3
+    stub_gateway.latency = 1.0
+    run = started_without_workers(make_dataset(3), offline_judge, metrics=["relevancy"])
+    first, second, third = RunItem.objects.filter(run=run).order_by("id")
+    done = in_thread(lambda: item_process_task([first.pk, second.pk, third.pk]))
+    thread = threading.Thread(target=done)
+    thread.start()
+
+    # while the first item executes, the waiting ones are pending with a lease, and held
+    wait_until(lambda: RunItem.objects.filter(pk=first.pk, status=ItemStatus.RUNNING).exists())
+    waiting = RunItem.objects.get(pk=third.pk)
+    assert waiting.status == ItemStatus.PENDING and waiting.lease_expires_at > timezone.now()
+    assert {first.pk, second.pk, third.pk} <= set(leases.keeper.held())
+    # and the keeper renews that lease while the item waits its turn (a beat every second here)
+    wait_until(
+        lambda: RunItem.objects.get(pk=third.pk).lease_expires_at > waiting.lease_expires_at,
+        timeout=2,
+        message="the waiting item's lease renewed",
+    )
+    thread.join()
+
+    # then all are done, nothing is held any more
+    assert set(RunItem.objects.filter(run=run).values_list("status", flat=True)) == {ItemStatus.DONE}
+    assert not {first.pk, second.pk, third.pk} & set(leases.keeper.held())
+
+
 def test_reaper_leaves_a_live_in_process_run_alone(make_dataset, offline_judge) -> None:
     run = started_without_workers(make_dataset(2), offline_judge)  # heartbeat fresh
 
@@ -420,14 +488,16 @@ def test_a_run_of_an_empty_selection_completes_at_once(make_dataset, offline_jud
 def test_an_item_costs_a_fixed_number_of_queries_besides_the_judge(
     make_dataset, offline_judge, stub_gateway, django_assert_num_queries
 ):
-    # claim (with the example), run context; BEGIN, final item update, results, claims, run counters, COMMIT
+    # claim (with the example), run context, the cache lookup of the item's first prompts, and
+    # (PostgreSQL) one statement for the final item update, its results and claims, the run's counters;
+    # SQLite: BEGIN, final item update, results, claims, run counters, COMMIT
     from evaluations import engine
 
     run = started_without_workers(make_dataset(2), offline_judge)
     item = RunItem.objects.filter(run=run).first()
     engine._run_contexts.clear()
 
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(4 if connection.vendor == "postgresql" else 9):
         assert item_execute(item.pk).outcome == ItemOutcome.DONE
 
 

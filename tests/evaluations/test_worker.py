@@ -6,6 +6,7 @@ plus the faults a test adds), so the outcome of every item is known in advance.
 
 from __future__ import annotations
 
+import signal
 import time
 
 import httpx
@@ -213,3 +214,65 @@ def test_evaluate_wait_follows_a_run_on_a_worker(make_dataset, fake_llm, make_fa
 
     assert "PASS faithfulness 1.000" in out.getvalue()
     assert Run.objects.get(judge_config=judge).status == RunStatus.COMPLETED
+
+
+DEFAULT_RECOVERY = {
+    "EVALSITE_ITEM_LEASE_SECONDS": "",
+    "EVALSITE_REAP_INTERVAL_SECONDS": "",
+    "EVALSITE_REQUEUE_AFTER_SECONDS": "",
+}
+
+
+def held_items(run: Run) -> set[int]:
+    """Items a worker holds: executing (running) or reserved by its current task (pending with a lease)."""
+    running = RunItem.objects.filter(run=run, status=ItemStatus.RUNNING)
+    reserved = RunItem.objects.filter(run=run, status=ItemStatus.PENDING, lease_expires_at__isnull=False)
+    return set(running.values_list("id", flat=True)) | set(reserved.values_list("id", flat=True))
+
+
+def stop_abruptly(worker, how: str) -> None:
+    """SIGKILL; or SIGTERM (Celery's warm shutdown) cut short by SIGKILL, as `docker compose restart` does."""
+    if how == "SIGTERM, then SIGKILL":
+        worker.process.send_signal(signal.SIGTERM)
+        time.sleep(2)  # the grace period ends while the items in hand are still running
+    worker.kill()
+
+
+@pytest.mark.sqlite  # also on the embedded path (SQLite, filesystem broker) in make test's second pass
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM, then SIGKILL"])
+def test_a_worker_killed_by_sigkill_is_recovered_within_a_minute_with_default_settings(
+    make_dataset, fake_llm, make_fake_judge, celery_worker, tmp_path, how
+):
+    # given a run of 40 items (3 calls of 300 ms each) on a worker with the default lease and reaper settings
+    metrics = ["faithfulness", "relevancy"]
+    server = fake_llm("--script", script_file(tmp_path / "script.jsonl"), latency_ms=300)
+    judge = make_fake_judge(server, max_concurrency=4)
+    first = celery_worker(concurrency=4, **DEFAULT_RECOVERY)
+    run = runs.run_create(dataset_version=make_dataset(40), judge_config=judge, metrics=metrics)
+    wait_until(lambda: Run.objects.get(pk=run.pk).items_done >= 3, timeout=60, message="a few items done")
+    wait_until(lambda: len(held_items(run)) >= 4, message="items held by the worker")
+
+    # when the worker is killed and a new one starts
+    stop_abruptly(first, how)
+    killed_at = time.monotonic()
+    held = held_items(run)
+    attempts_before = dict(RunItem.objects.filter(pk__in=held).values_list("id", "attempts"))
+    celery_worker(concurrency=4, **DEFAULT_RECOVERY)
+
+    # then every item the dead worker held is back in work within 60 s
+    def taken_over() -> bool:
+        items = RunItem.objects.filter(pk__in=held).values_list("id", "status", "attempts")
+        return all(status != ItemStatus.PENDING and attempts > attempts_before[pk] for pk, status, attempts in items)
+
+    wait_until(taken_over, timeout=60, message="the dead worker's items taken over")
+    recovery = time.monotonic() - killed_at
+    print(f"{how}: recovered {len(held)} items {recovery:.1f} s after the kill")
+
+    # and the run completes with every item scored exactly once, no logged judge call paid twice
+    run = wait_for_run(run, timeout=120)
+    assert run.status == RunStatus.COMPLETED, run.error
+    assert (run.items_done, run.items_failed) == (40, 0)
+    assert_every_item_scored_once(run, metrics)
+    paid = JudgeCall.objects.filter(run_id=run.pk, error="").values_list("cache_key", flat=True)
+    assert len(paid) == len(set(paid)), "a judge call already logged was made again"
+    assert recovery < 60

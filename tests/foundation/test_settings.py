@@ -68,3 +68,38 @@ def test_defaults_are_the_embedded_mode(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True)
 
     assert result.stdout.split() == ["django.db.backends.sqlite3", "filesystem://localhost/", "''"], result.stderr
+
+
+HTTPS_SWITCHES = {
+    "SECURE_SSL_REDIRECT": "1",
+    "SECURE_COOKIES": "1",
+    "SECURE_HSTS_SECONDS": "31536000",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
+    "SECURE_HSTS_PRELOAD": "1",
+    "SECURE_PROXY_SSL_HEADER": "1",
+}
+
+
+def _deploy_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    # DJANGO_ALLOW_ASYNC_UNSAFE: set by the browser tests' fixtures, a deploy warning of its own.
+    unset = {"DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE", *HTTPS_SWITCHES}
+    clean = {k: v for k, v in os.environ.items() if k not in unset}
+    clean.update(EVALSITE_VAR_DIR=str(tmp_path / "var"), DEBUG="0", SECRET_KEY="k" + os.urandom(40).hex(), **env)
+    command = [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"]
+    return subprocess.run(command, cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60)
+
+
+def test_the_deploy_check_is_clean_with_the_https_switches_on(tmp_path):
+    result = _deploy_check(tmp_path, **HTTPS_SWITCHES)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+    assert "WARNING" not in result.stdout + result.stderr
+
+
+def test_the_deploy_check_names_each_switch_left_off(tmp_path):
+    result = _deploy_check(tmp_path)
+
+    assert result.returncode != 0
+    for warning in ("security.W004", "security.W008", "security.W012", "security.W016"):
+        assert warning in result.stderr, result.stderr

@@ -191,6 +191,27 @@ def test_repeat_is_answered_from_the_cache(make_judge, fake_llm, django_assert_n
 
 
 @pytest.mark.django_db
+def test_prefetched_prompts_are_looked_up_in_one_query(make_judge, fake_llm, django_assert_num_queries):
+    # given one of two prompts answered before
+    config = make_judge("openai")
+    fake_llm.script({"match": "", "reply": "YES\nok"})
+    known, unknown = relevancy_fields("Known?"), relevancy_fields("Unknown?")
+    first = gateway.judge(config, "relevancy", known)
+    # when both are prefetched, then asked
+    prefetch = gateway.cache_prefetched(config, [("relevancy", known), ("relevancy", unknown)])
+    with django_assert_num_queries(2), prefetch:  # the one lookup, then the new call's insert
+        hit = gateway.judge(config, "relevancy", known)
+        miss = gateway.judge(config, "relevancy", unknown)
+    # then the known one came from the cache, the unknown one from the judge, without a lookup each
+    assert hit.cached and hit.call_id == first.call_id and hit.value == first.value
+    assert not miss.cached
+    assert fake_llm.stats()["requests"] == 2
+    # and outside the block each call looks the cache up again
+    with django_assert_num_queries(1):
+        assert gateway.judge(config, "relevancy", unknown).call_id == miss.call_id
+
+
+@pytest.mark.django_db
 def test_sample_index_bypasses_the_cache(make_judge, fake_llm):
     config = make_judge("openai")
     fake_llm.script({"match": "", "reply": "YES\nok"})

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluations.metrics import METRIC_NAMES, REGISTRY, evaluate_item, execution_order, overall_score
+from evaluations.metrics import METRIC_NAMES, REGISTRY, evaluate_item, execution_order, first_prompts, overall_score
 from evaluations.metrics.base import MetricContext, MetricOutcome, passes
 from evaluations.metrics.run_settings import THRESHOLD_RANGES, resolve_settings
 from judges.types import SUPPORTED, ClaimVerdict, Correctness, JudgeError, Relevancy, RubricScores
@@ -185,3 +185,18 @@ def test_every_metric_passes_by_one_rule_and_without_a_threshold_neither_passes_
 )
 def test_passes(score, threshold, passed):
     assert passes(score, threshold) is passed
+
+
+@pytest.mark.parametrize("reference", ["The sky is blue.", ""])
+def test_first_prompts_are_the_first_call_each_judge_metric_makes(reference):
+    # given an item, and every metric run with a judge that records its calls
+    item = make_item("The sky is blue [c1]. Grass is green [c2].", CONTEXTS, reference_answer=reference)
+    judge = full_judge()
+    evaluate_item(item, list(METRIC_NAMES), make_ctx(judge))
+    first_calls = [(name, fields) for name, fields in judge.calls if name != "claim_verification"]
+
+    # then the prompts the engine prefetches are exactly those first calls (correctness: only with a reference)
+    assert sorted(first_prompts(item, list(METRIC_NAMES), resolve_settings(None)), key=str) == sorted(
+        first_calls, key=str
+    )
+    assert ("correctness" in [name for name, _ in first_calls]) == bool(reference)

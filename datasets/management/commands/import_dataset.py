@@ -6,11 +6,14 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from datasets.parsing import FORMATS, DatasetImportError
-from datasets.services import dataset_import
+from datasets.services import NO_SIZE_LIMIT, dataset_import
 
 
 class Command(BaseCommand):
-    help = "Import a dataset file (JSONL, JSON array or CSV) as the next version of the named dataset."
+    help = (
+        "Import a dataset file (JSONL, JSON array or CSV) as the next version of the named dataset. "
+        "No size limit (the web upload's DATASET_MAX_UPLOAD_BYTES does not apply)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path", type=Path)
@@ -20,7 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, path: Path, name: str, format: str | None, **options: Any) -> None:
         try:
             with path.open("rb") as file:
-                result = dataset_import(name=name, file=file, filename=path.name, fmt=format)
+                result = dataset_import(name=name, file=file, filename=path.name, fmt=format, max_bytes=NO_SIZE_LIMIT)
         except OSError as exc:
             raise CommandError(f"Cannot read {path}: {exc.strerror or exc}") from None
         except DatasetImportError as exc:
