@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.template.loader import render_to_string
 
 from evaluations.admin_tables import aggregate_tables
-from evaluations.models import Claim, MetricResult, Run, RunItem, VerdictOverride
+from evaluations.models import Audit, AuditItem, Claim, MetricResult, Run, RunItem, VerdictOverride
 from evaluations.services import runs
 
 
@@ -156,3 +156,23 @@ class VerdictOverrideAdmin(ReadOnlyAdmin):
     @admin.display(description="Item")
     def claim_item(self, override: VerdictOverride) -> str:
         return str(override.claim.item)
+
+
+@admin.register(Audit)
+class AuditAdmin(ReadOnlyAdmin):
+    """Audits start from the run page (`services.audits.audit_start`); deleting one lets a run be audited afresh."""
+
+    list_display = ("__str__", "run", "size", "population", "seed", "created_by", "created_at")
+    list_select_related = ("run", "created_by")
+    search_fields = ("run__name",)
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return bool(request.user.is_superuser)
+
+
+@admin.register(AuditItem)
+class AuditItemAdmin(ReadOnlyAdmin):
+    list_display = ("audit", "position", "item", "audited_at", "audited_by")
+    list_filter = (("audited_at", admin.EmptyFieldListFilter),)
+    search_fields = ("item__example__external_id",)
+    list_select_related = ("audit__run", "item__run", "item__example", "audited_by")

@@ -71,7 +71,7 @@ def calibrated_mean(
         raise ValueError(
             f"human_audited: {len(human)} labels for {len(judge_labelled)} judge scores (one per audited item)"
         )
-    z = _z(confidence)
+    z = z_value(confidence)
     lam = ppi_lambda(judge, judge_labelled, human)
     return CalibratedMean(
         n_items=len(judge),
@@ -97,7 +97,7 @@ def ppi_mean(
     rectifier = human_audited - lam * judge_audited
     estimate = float(lam * judge_all.mean() + rectifier.mean())
     variance = (lam * judge_all).var() / n_items + rectifier.var() / n_audited
-    return _interval(estimate, math.sqrt(variance), _z(confidence))
+    return _interval(estimate, math.sqrt(variance), z_value(confidence))
 
 
 def ppi_lambda(judge_all: np.ndarray, judge_audited: np.ndarray, human_audited: np.ndarray) -> float:
@@ -115,7 +115,8 @@ def _interval(mean: float, std_error: float, z: float) -> MeanEstimate:
     return MeanEstimate(mean=mean, ci_low=mean - z * std_error, ci_high=mean + z * std_error, std_error=std_error)
 
 
-def _z(confidence: float) -> float:
+def z_value(confidence: float) -> float:
+    """The normal quantile of a two-sided interval at this confidence (1.96 at 0.95)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
     return NormalDist().inv_cdf(0.5 + confidence / 2)

@@ -184,3 +184,46 @@ class VerdictOverride(models.Model):
 
     def __str__(self) -> str:
         return f"{self.old_verdict} → {self.new_verdict}"
+
+
+class Audit(models.Model):
+    """A uniformly random sample of a finished run's scored items, for people to label (human-calibrated scores).
+
+    One audit per run. `size` is what was asked for; fewer items are drawn when the run has fewer.
+    The sample is `numpy.random.default_rng(seed)` over the run's scored items in id order
+    (`services.audits.sample_positions`), so the seed reproduces it.
+    """
+
+    run = models.OneToOneField(Run, related_name="audit", on_delete=models.CASCADE)
+    size = models.PositiveIntegerField()
+    seed = models.PositiveBigIntegerField()
+    population = models.PositiveIntegerField()  # scored items the sample was drawn from
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, blank=True, related_name="+", on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"audit of {self.run} ({self.size} items, seed {self.seed})"
+
+
+class AuditItem(models.Model):
+    """One drawn item, at its draw position (1 = drawn first). Audited once every claim has a human verdict."""
+
+    audit = models.ForeignKey(Audit, related_name="items", on_delete=models.CASCADE)
+    item = models.ForeignKey(RunItem, related_name="audit_entries", on_delete=models.CASCADE)
+    position = models.PositiveIntegerField()
+    audited_at = models.DateTimeField(null=True, blank=True)
+    audited_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, blank=True, related_name="+", on_delete=models.SET_NULL
+    )
+
+    class Meta:
+        ordering = ["audit", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["audit", "position"], name="uniq_audit_position"),
+            models.UniqueConstraint(fields=["audit", "item"], name="uniq_audit_item"),
+        ]
+
+    def __str__(self) -> str:
+        return f"audit {self.audit_id} · #{self.position}"

@@ -5,6 +5,7 @@
 - `executor`: executing a run in this process with a pool of threads (`evaluate`, `quickstart`).
 - `overrides`: reviewers' reviews (override, confirm, undo, mark reviewed) and the item and run recomputation they cause.
 - `enqueue`: the one place that hands work to Celery.
+- `audits`: a run's random audit sample for human-calibrated scores (start, item audited).
 
 How a run moves through the workers:
 

@@ -31,6 +31,9 @@ After each review, in the same transaction:
    review (the same numbers as aggregates["overall"] / ["metrics"]["faithfulness"]). On a
    database other than PostgreSQL the aggregates are rebuilt in full instead (small local runs).
 
+A drawn item of the run's audit becomes audited in the same transaction once every claim has a
+human verdict (`services.audits.audit_item_sync`).
+
 Reviews of one run are serialised by a lock on the run's row, so two reviewers' recomputes never
 miss each other's change.
 """
@@ -63,6 +66,7 @@ from evaluations.models import (
     Verdict,
     VerdictOverride,
 )
+from evaluations.services.audits import audit_item_sync
 from evaluations.services.runs import run_aggregates_refresh
 from evaluations.sql import run_review_stats
 
@@ -113,6 +117,7 @@ def item_mark_reviewed(*, item: RunItem, reviewer: Any) -> RunItem:
         RunItem.objects.filter(pk=item.pk).update(reviewed_at=item.reviewed_at, reviewed_by=reviewer)
         run = Run.objects.select_for_update().get(pk=item.run_id)
         run_review_aggregates_update(run=run, item_id=item.pk)
+        audit_item_sync(item=item, user=reviewer, now=item.reviewed_at)
     return item
 
 
@@ -137,6 +142,7 @@ def _review(claim: Claim, reviewer: Any, decide, *, require_reason: bool = False
     Claim.objects.filter(pk=current.pk).update(current_verdict=new_verdict, reviewed_at=current.reviewed_at)
     item_rescore(item=current.item, run=run, reviewer=reviewer, now=now)
     run_review_aggregates_update(run=run, item_id=current.item_id)
+    audit_item_sync(item=current.item, user=reviewer, now=now)  # the last claim's verdict completes a drawn item
     return override
 
 
