@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evaluations.aggregates import OVERALL
+from evaluations.audit_estimates import run_calibration
 from evaluations.gates import BarResult, stats_of
 from evaluations.metrics import execution_order, has_overall
 from evaluations.models import ItemStatus, Run, RunStatus
@@ -40,7 +41,8 @@ def run_problem(run: Run, *, allow_errors: bool) -> str:
 def run_report(
     run: Run, rows: list[dict[str, Any]], results: Sequence[BarResult] = (), exit_code: int = 0
 ) -> dict[str, Any]:
-    """The JSON document `evaluate --json` writes: the run, its summary rows, the bars and the aggregates."""
+    """The JSON document `evaluate --json` writes: the run, its summary rows, the bars, the aggregates and the
+    human-calibrated scores (`audit_estimates.run_calibration`: None until the run has an audit)."""
     return {
         "run": {
             "id": run.pk,
@@ -59,4 +61,5 @@ def run_report(
         "fail_under": [result.as_dict() for result in results],
         "exit_code": exit_code,
         "aggregates": run.aggregates,
+        "calibration": run_calibration(run.pk),
     }
