@@ -10,6 +10,9 @@ from django import forms
 from datasets.models import DatasetVersion
 from evaluations.metrics import METRIC_NAMES
 from evaluations.metrics.run_settings import DEFAULT_SETTINGS, MAX_REPEATS, THRESHOLD_RANGES
+from evaluations.services.audits import DEFAULT_SIZE as AUDIT_DEFAULT_SIZE
+from evaluations.services.audits import MAX_SEED as AUDIT_MAX_SEED
+from evaluations.services.audits import MAX_SIZE as AUDIT_MAX_SIZE
 from judges.models import JudgeConfig
 
 METRIC_HELP = {
@@ -117,3 +120,22 @@ class RunForm(forms.Form):
             self.add_error(next(name for name in self.fields if name.startswith(prefix)), message)
         else:
             self.add_error(None, message)
+
+
+class AuditStartForm(forms.Form):
+    """The run page's "Start an audit": how many items to draw, and an optional seed to reproduce a sample."""
+
+    size = forms.IntegerField(
+        min_value=1,
+        max_value=AUDIT_MAX_SIZE,
+        initial=AUDIT_DEFAULT_SIZE,
+        label="Items to audit",
+        help_text="Drawn uniformly at random; all of them when the run has fewer.",
+    )
+    seed = forms.IntegerField(
+        min_value=0,
+        max_value=AUDIT_MAX_SEED,
+        required=False,
+        label="Seed",
+        help_text="Optional: the same seed draws the same sample.",
+    )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evaluations.views import review, runs
+from evaluations.views import audits, review, runs
 
 app_name = "evaluations"
 
@@ -25,4 +25,11 @@ urlpatterns += [
     path("<int:run_id>/items/<int:item_id>/reviewed/", review.item_mark_reviewed, name="item_mark_reviewed"),
     path("<int:run_id>/review/", review.review_queue, name="review_queue"),
     path("<int:run_id>/review/next/", review.review_next, name="review_next"),
+]
+
+# Audit pages (evaluations/views/audits.py).
+urlpatterns += [
+    path("<int:run_id>/audit/", audits.audit_queue, name="audit_queue"),
+    path("<int:run_id>/audit/start/", audits.audit_start, name="audit_start"),
+    path("<int:run_id>/audit/next/", audits.audit_next, name="audit_next"),
 ]

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evalsite.roles import REVIEWER, has_role
 from evaluations import review_selectors as selectors
+from evaluations.audit_selectors import item_audit_state
 from evaluations.metrics import execution_order
 from evaluations.metrics.rubric import DIMENSIONS
 from evaluations.models import Claim, Run, RunItem, Verdict
@@ -155,4 +156,5 @@ def _score_context(item: RunItem, results: dict[str, Any]) -> dict[str, Any]:
         "item_judge": (faithfulness.details.get("judge") if faithfulness is not None else None),
         "run_overall": aggregates.get("overall"),
         "run_overall_judge": review.get("judge"),
+        "audit_state": item_audit_state(item.pk),  # "Audit 12 / 150" when the item was drawn
     }

@@ -19,6 +19,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 from datasets import selectors as dataset_selectors
 from evalsite.roles import REVIEWER, has_role
 from evaluations import exports, item_table, run_selectors
+from evaluations.audit_estimates import run_calibration
 from evaluations.charts import histograms_html
 from evaluations.forms import RunForm
 from evaluations.item_table import ItemQuery, ItemQueryError
@@ -27,6 +28,7 @@ from evaluations.metrics.run_settings import SettingsError
 from evaluations.models import FINISHED_STATUSES, ItemStatus, Run, RunStatus, Verdict
 from evaluations.selectors import run_progress
 from evaluations.services import runs as run_services
+from evaluations.views.audits import calibration_context
 from judges import selectors as judge_selectors
 
 RUNS_PER_PAGE = 25
@@ -147,7 +149,9 @@ def _page_context(request: HttpRequest, run: Run) -> dict:
     names = [item_table.OVERALL, *metrics] if has_overall(metrics) else metrics
     histograms = histograms_html(run.pk, run_selectors.run_histograms(aggregates, names))
     can_control = has_role(request.user, REVIEWER)
+    calibration = run_calibration(run.pk) if "faithfulness" in run.metrics else None
     return {
+        **calibration_context(run, calibration, can_review=can_control),
         "progress": run_progress(run.pk) if not run.is_finished else None,
         "run_id": run.pk,
         "aggregates": aggregates,

@@ -1,4 +1,4 @@
-// Review pages: j / k previous / next item, n next item to review (the queue too); a claim lights up its contexts.
+// Review pages: j / k previous / next item, n next item to review (the queue too), a next item to audit; a claim lights up its contexts.
 (function () {
   "use strict";
 
@@ -14,6 +14,7 @@
     if (event.key === "j") follow("next-item");
     else if (event.key === "k") follow("prev-item");
     else if (event.key === "n") follow("next-review");
+    else if (event.key === "a") follow("next-audit");
   });
 
   function highlight(ids, claim) {

@@ -256,12 +256,12 @@ def test_override_query_count_is_fixed_whatever_the_run_size(reviewer_client, dj
 
 
 # Session + user, the reviewer's groups, the item (with run, judge, dataset, example), results,
-# claims + their history, judge calls, 2 for previous / next.
-ITEM_PAGE_QUERIES = 10
+# claims + their history, judge calls, 2 for previous / next, the item's place in the run's audit.
+ITEM_PAGE_QUERIES = 11
 # Session + user, claim; the service: groups, savepoint, lock claim+item, lock run, insert, update
 # claim, claims, results, update faithfulness, update item, aggregation, review counts, update run,
-# release; the fragments: item, claims + history, results, groups.
-OVERRIDE_QUERIES = 22
+# release; the fragments: item, claims + history, results, groups, the item's place in the audit.
+OVERRIDE_QUERIES = 23
 
 
 def test_with_repeats_the_page_shows_the_judge_mean_std_and_samples_beside_the_reviewed_score(

@@ -41,7 +41,9 @@ def item_ids(response) -> list[int]:
     """The run item ids linked from the table, in table order."""
     return [
         int(found)
-        for found in re.findall(r'class="item-link" href="/runs/\d+/items/(\d+)/(?:\?[^"]*)?"', response.content.decode())
+        for found in re.findall(
+            r'class="item-link" href="/runs/\d+/items/(\d+)/(?:\?[^"]*)?"', response.content.decode()
+        )
     ]
 
 
@@ -404,8 +406,9 @@ def test_the_run_page_runs_a_fixed_number_of_queries(viewer, django_assert_num_q
     url = reverse("evaluations:run_detail", args=[run.pk])
     viewer.get(url)  # the session and user are loaded either way; warm nothing else
 
-    # session, user, role (groups), run, review counts, count, page, results, verdicts; charts come from aggregates
-    with django_assert_num_queries(9):
+    # session, user, role (groups), run, review counts, count, page, results, verdicts, the run's audit;
+    # charts come from aggregates
+    with django_assert_num_queries(10):
         viewer.get(url, {"sort": "overall", "tag": "factual"})
 
 
