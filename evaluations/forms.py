@@ -130,7 +130,7 @@ class AuditStartForm(forms.Form):
         max_value=AUDIT_MAX_SIZE,
         initial=AUDIT_DEFAULT_SIZE,
         label="Items to audit",
-        help_text="Drawn uniformly at random; all of them when the run has fewer.",
+        help_text="Drawn at random; all of them if the run has fewer.",
     )
     seed = forms.IntegerField(
         min_value=0,

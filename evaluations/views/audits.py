@@ -101,6 +101,7 @@ def calibration_context(run: Run, calibration: dict[str, Any] | None, *, can_rev
         "audit_to_go": max(0, (calibration or {}).get("min_audited", 0) - audit.get("audited", 0)),
         "can_start_audit": can_start,
         "min_audited": MIN_AUDITED,
+        "can_audit": can_review,
         "audit_form": AuditStartForm() if can_start else None,
     }
 
