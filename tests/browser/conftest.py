@@ -69,3 +69,12 @@ def log_in(page, username: str, password: str = "pw-12345678") -> None:
 def submit(page, selector: str = "main button[type=submit]") -> None:
     with page.expect_navigation():
         page.click(selector)
+
+
+def shoot_widths(page, name: str, *, full_page: bool = True) -> None:
+    """Screenshots `<name>_1280.png` and `<name>_768.png` (laptop and tablet widths): the full page, or only its
+    first screen when the full page is too long to read (a run page with its items table)."""
+    for width in (1280, 768):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.screenshot(path=str(screenshot_path(f"{name}_{width}")), full_page=full_page)
+    page.set_viewport_size({"width": 1280, "height": 900})

@@ -10,19 +10,9 @@ import pytest
 from bench.seed_review import seed_finished_run
 from evaluations.models import Audit, AuditItem, Claim
 from evaluations.services import overrides as review_services
-from tests.browser.conftest import SCREENSHOTS, log_in
+from tests.browser.conftest import log_in, shoot_widths
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def shoot(page, name: str, *, full_page: bool = True) -> None:
-    """Screenshots at laptop (1280) and tablet (768) widths: the full page, or its first screen (the run page's
-    items table makes the full page too long to read)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for width in (1280, 768):
-        page.set_viewport_size({"width": width, "height": 900})
-        page.screenshot(path=str(SCREENSHOTS / f"{name}_{width}.png"), full_page=full_page)
-    page.set_viewport_size({"width": 1280, "height": 900})
 
 
 def text_of(page, selector: str) -> str:
@@ -38,7 +28,7 @@ def test_start_an_audit_review_drawn_items_and_see_the_calibrated_figure(page, m
     # the run page offers an audit; start one of 40 items
     page.goto(f"/runs/{run.pk}/")
     assert page.locator("#audit-start input[name=size]").input_value() == "150"
-    shoot(page, "audit_run_page_start", full_page=False)
+    shoot_widths(page, "audit_run_page_start", full_page=False)
     page.fill("#audit-start input[name=size]", "40")
     with page.expect_navigation():
         page.click("#audit-start button[type=submit]")
@@ -63,7 +53,7 @@ def test_start_an_audit_review_drawn_items_and_see_the_calibrated_figure(page, m
     assert "28 / 40 audited" in text_of(page, "#audit-progress")
     assert "2 to go" in text_of(page, "#calibration-progress")
     assert page.locator(".calibrated-line").count() == 0
-    shoot(page, "audit_run_page_progress", full_page=False)
+    shoot_widths(page, "audit_run_page_progress", full_page=False)
 
     # the last two in the browser: continue the audit, confirm each claim in place, then the next with "a"
     with page.expect_navigation():
@@ -78,7 +68,7 @@ def test_start_an_audit_review_drawn_items_and_see_the_calibrated_figure(page, m
         page.wait_for_selector("#audit-state .reviewed-mark")
         assert "Audited by rita" in text_of(page, "#audit-state")
         if step == 0:
-            shoot(page, "audit_item_page")
+            shoot_widths(page, "audit_item_page")
             with page.expect_navigation():
                 page.keyboard.press("a")
 
@@ -93,9 +83,9 @@ def test_start_an_audit_review_drawn_items_and_see_the_calibrated_figure(page, m
     judge, calibrated = float(match[1]), float(match[2])
     assert calibrated < judge  # people overturned supported claims: the calibrated faithfulness is lower
     assert page.locator("#calibrated-faithfulness_pass_rate").count() == 1
-    shoot(page, "audit_run_page_calibrated", full_page=False)
+    shoot_widths(page, "audit_run_page_calibrated", full_page=False)
 
     page.goto(f"/runs/{run.pk}/audit/")
     assert "Audited 30 / 40" in text_of(page, "#audit-counts")
     assert page.locator("tr.is-audited").count() == 30
-    shoot(page, "audit_queue")
+    shoot_widths(page, "audit_queue")
