@@ -38,7 +38,7 @@ MAX_SIZE = 100_000
 MAX_SEED = 2**63 - 1  # PositiveBigIntegerField
 
 
-def audit_start(*, run: Run, size: int = DEFAULT_SIZE, seed: int | None = None, user: Any) -> Audit:
+def audit_start(run: Run, *, size: int = DEFAULT_SIZE, seed: int | None = None, user: Any) -> Audit:
     """Draw the run's audit sample (see the module doc). Raises ValueError naming `run`, `size` or `seed`;
     PermissionDenied for users who are not reviewers or admins (None is the system)."""
     if user is not None:
@@ -100,7 +100,7 @@ def scored_items(run_id: int):
 
 
 @transaction.atomic
-def audit_item_complete(*, item: RunItem, user: Any) -> AuditItem:
+def audit_item_complete(item: RunItem, *, user: Any) -> AuditItem:
     """Mark a drawn item audited; it must have a human verdict on every claim (claim-less: be marked reviewed).
 
     Idempotent: an audited item stays as it was. Reviews call this automatically (`audit_item_sync`).

@@ -188,3 +188,19 @@ def test_next_to_audit_walks_the_draw_order_then_returns_to_the_queue(run, revie
     response = reviewer_client.get(next_url, follow=True)
     assert response.redirect_chain[-1][0] == reverse("evaluations:audit_queue", args=[run.pk])
     assert "Every drawn item is audited." in text(response.content.decode())
+
+
+def test_the_admin_lists_audits_and_their_items_read_only(run, reviewer):
+    from django.contrib.auth.models import User
+
+    audit = audits.audit_start(run, size=5, seed=1, user=reviewer)
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", "root@example.com", "pw-12345678"))
+
+    for model in ("audit", "audititem"):
+        assert client.get(reverse(f"admin:evaluations_{model}_changelist")).status_code == 200, model
+    assert client.get(reverse("admin:evaluations_audit_change", args=[audit.pk])).status_code == 200
+    assert client.get(reverse("admin:evaluations_audit_add")).status_code == 403
+    assert (
+        client.get(reverse("admin:evaluations_audititem_changelist"), {"audited_at__isempty": "1"}).status_code == 200
+    )
