@@ -204,3 +204,13 @@ def test_the_admin_lists_audits_and_their_items_read_only(run, reviewer):
     assert (
         client.get(reverse("admin:evaluations_audititem_changelist"), {"audited_at__isempty": "1"}).status_code == 200
     )
+
+
+def test_a_run_too_small_for_a_figure_says_so(reviewer, reviewer_client):
+    small = seed_finished_run(items=12, claims=1, name="small")
+    audits.audit_start(small, size=150, seed=1, user=reviewer)
+
+    page = text(reviewer_client.get(run_url(small)).content.decode())
+
+    assert "0 / 12 audited" in page
+    assert "This run has 12 scored items: fewer than the 30 audited items a calibrated interval needs" in page
