@@ -6,7 +6,8 @@ What is estimated (`TARGETS`), per scored item (status done, a faithfulness scor
   (1.0 without claims, as the metric). The *judge's* value comes from the claims' original
   verdicts (`Claim.judge_verdict`), so reviews never change it; a *person's* value, on an
   audited item, from the claims' current verdicts (the people's final word after overrides and
-  confirmations).
+  confirmations). With repeats the claims are the first sample's (the ones people see), so the
+  judge's figure here can differ from the metric's mean over the k samples.
 - `faithfulness_pass_rate`: the share of items whose faithfulness reaches the run's threshold
   (score ≥ threshold, the rule of every metric); left out when the threshold is null.
 
