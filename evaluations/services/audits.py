@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from evalsite.roles import REVIEWER, require_role
@@ -92,7 +93,7 @@ def sample_positions(population: int, size: int, seed: int) -> np.ndarray:
     return rng.choice(population, size=min(size, population), replace=False)
 
 
-def scored_items(run_id: int):
+def scored_items(run_id: int) -> QuerySet[RunItem]:
     """The population an audit draws from: the run's finished items that have a faithfulness score."""
     return RunItem.objects.filter(
         run_id=run_id, status=ItemStatus.DONE, results__metric="faithfulness", results__score__isnull=False
