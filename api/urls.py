@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 
 from api.errors import api_not_found
 from api.views import compare, datasets, items, judges, runs
+from api.views.base import SchemaView
 
 app_name = "api"
 
@@ -42,7 +43,7 @@ urlpatterns = [
     path("claims/<int:claim_id>/confirm/", api(items.ClaimConfirmView), name="claim-confirm"),
     path("claims/<int:claim_id>/undo/", api(items.ClaimUndoView), name="claim-undo"),
     path("compare/", api(compare.CompareView), name="compare"),
-    path("schema/", api(SpectacularAPIView), name="schema"),
+    path("schema/", api(SchemaView), name="schema"),
     # The docs pages are for people in a browser: signed out, they go to the login page like every page.
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

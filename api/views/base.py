@@ -2,7 +2,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.pagination import ApiPagination
@@ -21,3 +24,12 @@ class ApiView(APIView):
 
     def paginator(self) -> ApiPagination:
         return ApiPagination()
+
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI document (YAML, or JSON with ?format=json); its errors in the API's JSON shape."""
+
+    def handle_exception(self, exc: Exception) -> Response:
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
