@@ -453,7 +453,7 @@ class CitationAuditSerializer(serializers.Serializer):
     hallucination_detected = serializers.BooleanField()
     cited_ids = serializers.ListField(child=serializers.CharField())
     invalid_ids = serializers.ListField(child=serializers.CharField())
-    uncited_sentences = serializers.ListField(child=serializers.CharField())
+    uncited_sentences = serializers.IntegerField()
     considered_sentences = serializers.IntegerField()
     sentences = AuditSentenceSerializer(many=True)
 
