@@ -217,18 +217,14 @@ def test_two_concurrent_identical_posts_create_one_run(reviewer, small_dataset, 
     real_create = run_services.run_create
     both_inside = threading.Barrier(2, timeout=10)
 
-    def slow_create(**kwargs):
-        run = real_create(**kwargs, enqueue=False)
-        return run
+    def create_unqueued(**kwargs):
+        return real_create(**kwargs, enqueue=False)
 
-    monkeypatch.setattr(run_services, "run_create", slow_create)
+    monkeypatch.setattr(run_services, "run_create", create_unqueued)
     real_idempotent = services.run_create_idempotent
 
     def synchronised(**kwargs):
-        try:
-            both_inside.wait()  # both requests reach the key INSERT together
-        except threading.BrokenBarrierError:
-            pass
+        both_inside.wait()  # both requests reach the key INSERT together
         return real_idempotent(**kwargs)
 
     monkeypatch.setattr(services, "run_create_idempotent", synchronised)
