@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 
@@ -45,7 +45,11 @@ urlpatterns = [
     path("compare/", api(compare.CompareView), name="compare"),
     path("schema/", api(SchemaView), name="schema"),
     # The docs pages are for people in a browser: signed out, they go to the login page like every page.
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
+    path(
+        "redoc/",
+        login_required(SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html")),
+        name="redoc",
+    ),
     re_path(r"^.*$", login_not_required(api_not_found), name="not-found"),
 ]
