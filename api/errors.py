@@ -16,6 +16,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, ValidationError
 from django.http import Http404, HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -122,5 +123,6 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
 # --- Django-level handlers for /api/ (URLs no view matched, and errors outside DRF) ------------
 
 
+@csrf_exempt  # a POST to no endpoint is a 404 in the API's shape, not Django's CSRF page
 def api_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     return JsonResponse(error_body("not_found", f"No API endpoint at {request.path}."), status=404)
