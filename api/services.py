@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -161,10 +162,15 @@ def callback_attempt(*, run_id: int, payload_for: Callable[[Run, str], dict[str,
     status_code, error = None, ""
     try:
         callback_url_check(callback.url)  # again: the name may resolve elsewhere now
+        payload = json.dumps(payload_for(callback.run, callback.base_url), cls=DjangoJSONEncoder)
         response = httpx.post(
             callback.url,
-            json=payload_for(callback.run, callback.base_url),
-            headers={"User-Agent": "evalsite-callback/1", "X-Evalsite-Event": "run.finished"},
+            content=payload.encode(),
+            headers={
+                "Content-Type": "application/json",
+                "User-Agent": "evalsite-callback/1",
+                "X-Evalsite-Event": "run.finished",
+            },
             timeout=settings.API_CALLBACK_TIMEOUT_SECONDS,
             follow_redirects=False,
         )
@@ -172,6 +178,9 @@ def callback_attempt(*, run_id: int, payload_for: Callable[[Run, str], dict[str,
         if not 200 <= status_code < 300:
             error = f"HTTP {status_code}: {response.text[:200]}"
     except (CallbackUrlError, httpx.HTTPError) as exc:
+        error = f"{type(exc).__name__}: {exc}"[:500]
+    except Exception as exc:  # recorded and retried like a refused delivery: a callback never stays stuck
+        logger.exception("run %s callback: building or sending the summary failed", run_id)
         error = f"{type(exc).__name__}: {exc}"[:500]
     now = timezone.now()
     delivered = not error
