@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_not_required, login_required
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 
 from api.errors import api_not_found
 from api.views import compare, datasets, items, judges, runs
-from api.views.base import SchemaView
+from api.views.base import RedocView, SchemaView, SwaggerView
 
 app_name = "api"
 
@@ -45,11 +44,7 @@ urlpatterns = [
     path("compare/", api(compare.CompareView), name="compare"),
     path("schema/", api(SchemaView), name="schema"),
     # The docs pages are for people in a browser: signed out, they go to the login page like every page.
-    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api:schema")), name="docs"),
-    path(
-        "redoc/",
-        login_required(SpectacularRedocView.as_view(url_name="api:schema", template_name="api/redoc.html")),
-        name="redoc",
-    ),
+    path("docs/", login_required(SwaggerView.as_view(url_name="api:schema")), name="docs"),
+    path("redoc/", login_required(RedocView.as_view(url_name="api:schema")), name="redoc"),
     re_path(r"^.*$", login_not_required(api_not_found), name="not-found"),
 ]

@@ -64,7 +64,9 @@ def test_the_schema_describes_every_contract_path_with_real_bodies(viewer_api) -
 def test_docs_pages_load_only_local_files(make_user, url, asset) -> None:
     browser = Client()
     browser.force_login(make_user("vic", role="viewer"))
-    html = browser.get(url).content.decode()
+    response = browser.get(url)
+    assert "default-src 'self'" in response["Content-Security-Policy"]
+    html = response.content.decode()
     assert asset in html
     external = re.findall(r"""(?:src|href)=["'](?:https?:)?//[^"']+""", html)
     assert not external, external
