@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_not_required, login_required
+from django.contrib.auth.decorators import login_not_required
 from django.urls import path, re_path
 
 from api.errors import api_not_found
@@ -12,9 +12,9 @@ from api.views.base import RedocView, SchemaView, SwaggerView
 app_name = "api"
 
 
-def api(view):
+def api(view, **initkwargs):
     """DRF views authenticate themselves (token or session): the site's login redirect stays out of the way."""
-    return login_not_required(view.as_view())
+    return login_not_required(view.as_view(**initkwargs))
 
 
 urlpatterns = [
@@ -43,8 +43,7 @@ urlpatterns = [
     path("claims/<int:claim_id>/undo/", api(items.ClaimUndoView), name="claim-undo"),
     path("compare/", api(compare.CompareView), name="compare"),
     path("schema/", api(SchemaView), name="schema"),
-    # The docs pages are for people in a browser: signed out, they go to the login page like every page.
-    path("docs/", login_required(SwaggerView.as_view(url_name="api:schema")), name="docs"),
-    path("redoc/", login_required(RedocView.as_view(url_name="api:schema")), name="redoc"),
+    path("docs/", api(SwaggerView, url_name="api:schema"), name="docs"),
+    path("redoc/", api(RedocView, url_name="api:schema"), name="redoc"),
     re_path(r"^.*$", login_not_required(api_not_found), name="not-found"),
 ]

@@ -26,13 +26,17 @@ class ApiView(APIView):
         return ApiPagination()
 
 
-class SchemaView(SpectacularAPIView):
-    """The OpenAPI document (YAML, or JSON with ?format=json); its errors in the API's JSON shape."""
+class _JsonErrors:
+    """Errors in the API's JSON shape, whatever the view renders on success (YAML, HTML)."""
 
     def handle_exception(self, exc: Exception) -> Response:
         self.request.accepted_renderer = JSONRenderer()
         self.request.accepted_media_type = JSONRenderer.media_type
         return super().handle_exception(exc)
+
+
+class SchemaView(_JsonErrors, SpectacularAPIView):
+    """The OpenAPI document (YAML, or JSON with ?format=json)."""
 
 
 # The docs pages load nothing from elsewhere: Redoc's bundle links a logo on a CDN, which this blocks.
@@ -49,9 +53,9 @@ class _LocalOnly:
         return response
 
 
-class SwaggerView(_LocalOnly, SpectacularSwaggerView):
+class SwaggerView(_JsonErrors, _LocalOnly, SpectacularSwaggerView):
     pass
 
 
-class RedocView(_LocalOnly, SpectacularRedocView):
+class RedocView(_JsonErrors, _LocalOnly, SpectacularRedocView):
     template_name = "api/redoc.html"

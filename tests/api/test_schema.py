@@ -8,6 +8,8 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
 
+from tests.api.conftest import assert_error
+
 pytestmark = pytest.mark.django_db
 
 
@@ -75,6 +77,6 @@ def test_docs_pages_load_only_local_files(make_user, url, asset) -> None:
         assert finders.find(path), path
 
 
-def test_docs_pages_send_signed_out_people_to_log_in() -> None:
-    response = Client().get("/api/docs/")
-    assert response.status_code == 302 and "/login/" in response["Location"]
+@pytest.mark.parametrize("url", ["/api/docs/", "/api/redoc/"])
+def test_docs_pages_are_401_for_anonymous_requests_like_every_api_url(url) -> None:
+    assert_error(Client().get(url), 401, "not_authenticated")
