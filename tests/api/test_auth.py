@@ -176,3 +176,9 @@ def test_an_unexpected_error_is_logged_and_answered_in_the_shape(viewer_api, mon
     assert_error(response, 500, "server_error")
     assert "boom" not in response.content.decode()
     assert "API error on GET /api/runs/" in caplog.text
+
+
+def test_malformed_bodies_and_media_types_use_the_error_shape(reviewer_api) -> None:
+    broken = reviewer_api.post("/api/runs/", "{not json", content_type="application/json")
+    assert_error(broken, 400, "parse_error")
+    assert_error(reviewer_api.post("/api/runs/", "x", content_type="text/plain"), 415, "unsupported_media_type")

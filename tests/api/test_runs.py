@@ -248,3 +248,14 @@ def test_two_concurrent_identical_posts_create_one_run(reviewer, small_dataset, 
     assert results[0].json()["id"] == results[1].json()["id"]
     assert Run.objects.count() == 1 and IdempotencyKey.objects.count() == 1
     assert Run.objects.get().status == RunStatus.QUEUED
+
+
+def test_the_runs_list_reads_a_page_in_fixed_queries(viewer, small_dataset, offline, django_assert_num_queries) -> None:
+    client = APIClient()
+    client.force_authenticate(viewer)
+    version = small_dataset()
+    for count in (1, 6):
+        while Run.objects.count() < count:
+            scored_run(version, offline, {"q-1": {"relevancy": 1.0}})
+        with django_assert_num_queries(2):  # the count, the page with datasets and judges
+            assert client.get("/api/runs/").json()["count"] == count
