@@ -361,10 +361,6 @@ class RunDetailSerializer(RunSerializer):
         return CallbackSerializer(callback).data if callback is not None else None
 
 
-class RunCreatedSerializer(RunDetailSerializer):
-    pass
-
-
 # --- Items -------------------------------------------------------------------------------------
 
 

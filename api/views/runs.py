@@ -24,6 +24,7 @@ from evaluations.gates import check_bars_apply, parse_fail_under
 from evaluations.metrics.run_settings import SettingsError
 from evaluations.models import Run
 from evaluations.reports import run_gate
+from evaluations.review_selectors import run_review_counts
 from evaluations.services import runs as run_services
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -39,9 +40,7 @@ def get_run(run_id: int) -> Run:
 
 def run_detail_response(view: ApiView, run: Run, *, status: int = 200) -> Response:
     """GET /api/runs/{id}/'s body: the run, its review counts and callback (5 queries with the run's own)."""
-    context = view.context(
-        review_counts=api_selectors.run_review_counts(run.pk), callback=api_selectors.run_callback(run.pk)
-    )
+    context = view.context(review_counts=run_review_counts(run.pk), callback=api_selectors.run_callback(run.pk))
     return Response(s.RunDetailSerializer(run, context=context).data, status=status)
 
 
