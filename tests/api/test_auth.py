@@ -14,7 +14,8 @@ from api.models import ApiToken
 from api.services import token_create
 from tests.api.conftest import assert_error
 
-pytestmark = pytest.mark.django_db
+# sqlite: the API also works on the embedded default (make test's second pass).
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 READ_ENDPOINTS = [
     "/api/datasets/",

@@ -11,7 +11,8 @@ from datasets.models import DatasetVersion
 from tests.api.conftest import assert_error
 from tests.evaluations.helpers import example
 
-pytestmark = pytest.mark.django_db
+# sqlite: the API also works on the embedded default (make test's second pass).
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 
 def jsonl(*items) -> bytes:

@@ -12,7 +12,8 @@ from evaluations.models import Claim, MetricResult, RunItem, VerdictOverride
 from tests.api.conftest import assert_error
 from tests.evaluations.scored_runs import scored_run
 
-pytestmark = pytest.mark.django_db
+# sqlite: the API also works on the embedded default (make test's second pass).
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 ITEM_PAGE_QUERIES = 5  # the run, the page of items, their count, their results, their claims' verdicts
 ITEM_DETAIL_QUERIES = 5  # the item with its run and example, results, claims, their history, judge calls

@@ -9,7 +9,8 @@ from evaluations.services.overrides import claim_override
 from judges.models import JudgeConfig
 from tests.api.conftest import assert_error
 
-pytestmark = pytest.mark.django_db
+# sqlite: the API also works on the embedded default (make test's second pass).
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 NEW_JUDGE = {"name": "gpt", "provider": "openai", "model": "gpt-4.1-mini", "rpm": None}
 

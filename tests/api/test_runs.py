@@ -15,7 +15,8 @@ from evaluations.models import Run, RunStatus
 from tests.api.conftest import assert_error, client_for
 from tests.evaluations.scored_runs import ERROR, scored_run
 
-pytestmark = pytest.mark.django_db
+# sqlite: the API also works on the embedded default (make test's second pass).
+pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
 RUN_DETAIL_QUERIES = 3  # the run with its relations, its review counts, its callback
 
