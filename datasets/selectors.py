@@ -51,24 +51,40 @@ class DatasetVersionNotFound(ValueError):
 def dataset_version_by_spec(spec: str) -> DatasetVersion:
     """The version `NAME@V` names, or NAME's latest; DatasetVersionNotFound saying what exists otherwise."""
     name, _, number = spec.rpartition("@") if "@" in spec else (spec, "", "")
-    dataset = Dataset.objects.filter(name=name).first()
-    if dataset is None:
-        known = ", ".join(Dataset.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
-        raise DatasetVersionNotFound(f"unknown dataset {name!r} (known: {known})")
-    if not number:
-        version = dataset.latest_version()
-        if version is None:
-            raise DatasetVersionNotFound(f"dataset {name!r} has no version")
-        return version
-    if not number.isdigit():
+    if number and not number.isdigit():
         raise DatasetVersionNotFound(f"version {number!r} is not a number (use NAME@3)")
-    version = dataset.versions.filter(number=int(number)).first()
+    return dataset_version_for(name, int(number) if number else None)
+
+
+def dataset_version_for(dataset: int | str, number: int | None = None) -> DatasetVersion:
+    """Version `number` (default the latest) of the dataset with this id (an int) or name (a str);
+    DatasetVersionNotFound saying what exists otherwise."""
+    if isinstance(dataset, int):
+        found = Dataset.objects.filter(pk=dataset).first()
+        label = f"id {dataset}"
+    else:
+        found = Dataset.objects.filter(name=dataset).first()
+        label = repr(dataset)
+    if found is None:
+        known = ", ".join(Dataset.objects.order_by("name").values_list("name", flat=True)[:20]) or "none"
+        raise DatasetVersionNotFound(f"unknown dataset {label} (known: {known})")
+    if number is None:
+        version = found.latest_version()
+        if version is None:
+            raise DatasetVersionNotFound(f"dataset {found.name!r} has no version")
+        return version
+    version = found.versions.filter(number=number).first()
     if version is None:
-        versions = dataset.versions.order_by("number").values_list("number", flat=True)
+        versions = found.versions.order_by("number").values_list("number", flat=True)
         raise DatasetVersionNotFound(
-            f"unknown version {number} of {name!r} (versions: {', '.join(map(str, versions))})"
+            f"unknown version {number} of {found.name!r} (versions: {', '.join(map(str, versions))})"
         )
     return version
+
+
+def version_examples_full(version: DatasetVersion) -> QuerySet[Example]:
+    """The version's examples in file order with every field (the API's example list)."""
+    return Example.objects.filter(version=version).order_by("position")
 
 
 def version_example_count(version_id: int) -> int:

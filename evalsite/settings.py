@@ -9,7 +9,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from evalsite.env import env_bool, env_int, env_list, env_str
+from evalsite.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("EVALSITE_VAR_DIR", str(BASE_DIR / "var")))
@@ -47,6 +47,8 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_filters",
     "django_htmx",
     "template_partials",
     "evalsite",
@@ -54,6 +56,7 @@ INSTALLED_APPS = [
     "judges",
     "evaluations",
     "axes",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -236,13 +239,42 @@ JUDGE_MAX_ATTEMPTS = env_int("JUDGE_MAX_ATTEMPTS", 4, minimum=1)
 JUDGE_BACKOFF_BASE_SECONDS = float(env_str("JUDGE_BACKOFF_BASE_SECONDS", "0.5"))
 
 REST_FRAMEWORK = {
+    # Personal tokens (`Authorization: Token <key>` or `Bearer <key>`), then the pages' own session
+    # (CSRF enforced). See api/authentication.py.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "api.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.ApiPagination",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "EXCEPTION_HANDLER": "api.errors.api_exception_handler",
     "PAGE_SIZE": 50,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "evalsite API", "VERSION": "1.0.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "evalsite API",
+    "DESCRIPTION": "Upload datasets, start and follow evaluation runs, read results, review claims, compare runs "
+    "and gate CI. Authenticate with `Authorization: Token <key>` (create one at /account/tokens/).",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI and Redoc from our own static files (drf-spectacular-sidecar), never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "evaluations.models.RunStatus",
+        "ItemStatusEnum": "evaluations.models.ItemStatus",
+        "VerdictEnum": "evaluations.models.Verdict",
+        "ProviderEnum": "judges.models.Provider",
+        "CallbackStatusEnum": "api.models.CallbackStatus",
+    },
+}
+# A run's callback_url: private and loopback addresses are refused unless this is on (tests, a LAN).
+API_CALLBACK_ALLOW_PRIVATE = env_bool("API_CALLBACK_ALLOW_PRIVATE", default=False)
+API_CALLBACK_MAX_ATTEMPTS = env_int("API_CALLBACK_MAX_ATTEMPTS", 6, minimum=1)
+# Delay before retry n is BACKOFF * 2**(n-1) seconds (10 s, 20 s, 40 s, ... by default).
+API_CALLBACK_BACKOFF_SECONDS = env_float("API_CALLBACK_BACKOFF_SECONDS", 10.0)
+API_CALLBACK_TIMEOUT_SECONDS = env_float("API_CALLBACK_TIMEOUT_SECONDS", 10.0, minimum=0.1)

@@ -14,4 +14,6 @@ urlpatterns = [
     path("datasets/", include("datasets.urls")),
     path("runs/", include("evaluations.urls")),
     path("judges/", include("judges.urls")),
+    path("api/", include("api.urls")),
+    path("account/", include("api.account_urls")),
 ]

@@ -6,15 +6,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from evaluations.aggregates import OVERALL
 from evaluations.audit_estimates import run_calibration
-from evaluations.gates import BarResult, stats_of
+from evaluations.gates import Bar, BarResult, check_bars, stats_of
 from evaluations.metrics import execution_order, has_overall
 from evaluations.models import ItemStatus, Run, RunStatus
 
 SUMMARY_STATS = ("mean", "pass_rate", "covered", "errored", "skipped")
+# `evaluate`'s exit statuses, and the gate's verdict the API reports.
+GATE_PASSED, GATE_BAR_FAILED, GATE_ERROR = 0, 1, 2
 
 
 def summary_rows(aggregates: dict[str, Any], metrics: list[str]) -> list[dict[str, Any]]:
@@ -36,6 +39,26 @@ def run_problem(run: Run, *, allow_errors: bool) -> str:
         first = run.items.filter(status=ItemStatus.ERROR).order_by("id").values_list("error", flat=True).first()
         return f"run {run.pk}: {run.items_failed} items in error (first: {first}); --allow-errors to gate anyway"
     return ""
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    results: list[BarResult]
+    problem: str  # why the run cannot pass whatever its scores ("" when it can)
+    exit_code: int  # GATE_PASSED, GATE_BAR_FAILED or GATE_ERROR
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == GATE_PASSED
+
+
+def run_gate(run: Run, bars: Sequence[Bar], *, allow_errors: bool = False) -> GateVerdict:
+    """The gate on a finished run (`evaluate --fail-under` and the API): a problem is an error, then any bar failed."""
+    results = check_bars(bars, run.aggregates or {})
+    problem = run_problem(run, allow_errors=allow_errors)
+    if problem:
+        return GateVerdict(results, problem, GATE_ERROR)
+    return GateVerdict(results, "", GATE_BAR_FAILED if any(not r.passed for r in results) else GATE_PASSED)
 
 
 def run_report(

@@ -18,6 +18,13 @@ def judge_config_get(*, name: str) -> JudgeConfig | None:
     return JudgeConfig.objects.filter(name=name).first()
 
 
+def judge_config_by_ref(ref: int | str) -> JudgeConfig | None:
+    """The judge config with this id (an int) or name (a str)."""
+    if isinstance(ref, int):
+        return JudgeConfig.objects.filter(pk=ref).first()
+    return judge_config_get(name=ref)
+
+
 def judge_call_cached(*, cache_key: str) -> JudgeCall | None:
     """The first successful call with this cache key (the gateway's exact-match cache): id, reply and version."""
     return sql.judge_call_cached(cache_key)

@@ -41,6 +41,7 @@ from evaluations.selectors import (
     run_status,
 )
 from evaluations.services.enqueue import ITEMS_PER_TASK, items_send, run_start_on_commit
+from evaluations.signals import run_finished
 from evaluations.sql import items_mark_enqueued, run_review_stats
 from judges.models import JudgeConfig
 
@@ -224,6 +225,7 @@ def run_finalize_if_idle(*, run_id: int) -> bool:
     )
     if finished:
         logger.info("run %s finished: %s (%s)", run_id, target, dict(counts))
+        run_finished.send(sender=Run, run_id=run_id, status=target)
     return bool(finished)
 
 
@@ -267,9 +269,11 @@ def run_cancel(*, run: Run, user: Any = None) -> Run:
     PermissionDenied when `user` is given and is not a reviewer or admin (the same for resume and re-run).
     """
     _require_run_control(user, "Cancelling a run")
-    if not Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+    if Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
         status=RunStatus.CANCELLED, finished_at=timezone.now()
     ):
+        run_finished.send(sender=Run, run_id=run.pk, status=RunStatus.CANCELLED)
+    else:
         if not Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(status=RunStatus.CANCELLING):
             run.refresh_from_db()
             raise ValueError(f"run {run.pk} is {run.status}: only a queued or running run can be cancelled")

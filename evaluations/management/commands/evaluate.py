@@ -29,16 +29,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from datasets.models import DatasetVersion
 from datasets.selectors import DatasetVersionNotFound, dataset_version_by_spec
-from evaluations.gates import Bar, BarResult, check_bars, check_bars_apply, parse_fail_under
+from evaluations.gates import Bar, BarResult, check_bars_apply, parse_fail_under
 from evaluations.metrics.run_settings import resolve_settings
 from evaluations.models import FINISHED_STATUSES, Run, RunStatus
-from evaluations.reports import run_problem, run_report, summary_rows
+from evaluations.reports import GATE_BAR_FAILED, GATE_ERROR, GATE_PASSED, run_gate, run_report, summary_rows
 from evaluations.selectors import run_progress
 from evaluations.services import executor, runs
 from judges.models import JudgeConfig
 from judges.selectors import judge_config_get, judge_config_list
 
-EXIT_PASSED, EXIT_BAR_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_PASSED, EXIT_BAR_FAILED, EXIT_ERROR = GATE_PASSED, GATE_BAR_FAILED, GATE_ERROR
 POLL_SECONDS = 0.5
 LOG_PROGRESS_SECONDS = 5.0  # progress lines when stderr is not a terminal (CI logs)
 
@@ -245,12 +245,11 @@ class Command(BaseCommand):
             f"{run.judge_calls} judge calls, {run.cache_hits} cached, cost {run.cost}"
             + (f", {wall:.1f} s" if wall is not None else "")
         )
-        results = check_bars(bars, aggregates)
+        verdict = run_gate(run, bars, allow_errors=options["allow_errors"])
+        results, problem, exit_code = verdict.results, verdict.problem, verdict.exit_code
         for result in results:
             shown = "no score" if result.value is None else f"{result.value:.3f}"
             self.stdout.write(f"{'PASS' if result.passed else 'FAIL'} {result.name} {shown} (bar {result.minimum:g})")
-        problem = run_problem(run, allow_errors=options["allow_errors"])
-        exit_code = EXIT_ERROR if problem else (EXIT_BAR_FAILED if any(not r.passed for r in results) else EXIT_PASSED)
         self._write_json(options["json_path"], run, rows, results, exit_code)
         if problem:
             raise CommandError(problem, returncode=EXIT_ERROR)
