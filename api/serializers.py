@@ -193,6 +193,84 @@ class JudgeCheckSerializer(serializers.Serializer):
     latency_ms = serializers.IntegerField(allow_null=True)
 
 
+# --- Human-calibrated scores (evaluations.audit_estimates) ---------------------------------------
+
+
+class MeanIntervalSerializer(serializers.Serializer):
+    mean = serializers.FloatField()
+    ci_low = serializers.FloatField()
+    ci_high = serializers.FloatField()
+    std_error = serializers.FloatField()
+
+
+class CalibratedMeanSerializer(MeanIntervalSerializer):
+    method = serializers.CharField(help_text="ppi++ (power-tuned) or ppi.")
+    lam = serializers.FloatField(required=False, help_text="PPI++'s λ (ppi++ only).")
+
+
+# The output key is `lambda`, a Python keyword: rename the declared field.
+CalibratedMeanSerializer._declared_fields["lambda"] = CalibratedMeanSerializer._declared_fields.pop("lam")
+
+
+class MeanSerializer(serializers.Serializer):
+    mean = serializers.FloatField()
+
+
+class CalibrationEstimateSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    kind = serializers.CharField()
+    n_items = serializers.IntegerField(help_text="Scored items of the run (the judge's figure).")
+    n_audited = serializers.IntegerField(help_text="Audited items (the people's figure).")
+    judge = MeanSerializer(help_text="The judge's mean over all items.")
+    judge_on_audit = MeanSerializer()
+    bias = serializers.FloatField(help_text="Mean of judge − people on the audit.")
+    human = MeanIntervalSerializer(help_text="People only, over the audited items.")
+    calibrated = CalibratedMeanSerializer(help_text="Prediction-powered (PPI++) mean and 95% interval.")
+    ppi = CalibratedMeanSerializer()
+
+
+class AuditRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    size = serializers.IntegerField()
+    drawn = serializers.IntegerField()
+    audited = serializers.IntegerField()
+    seed = serializers.IntegerField()
+    population = serializers.IntegerField()
+    created_at = serializers.CharField()
+    created_by = serializers.CharField(allow_null=True)
+
+
+class CalibrationSerializer(serializers.Serializer):
+    """A run's human-calibrated scores: progress below `min_audited` audited items, figures from then on."""
+
+    status = serializers.ChoiceField(choices=["in_progress", "calibrated"])
+    min_audited = serializers.IntegerField()
+    confidence = serializers.FloatField()
+    audit = AuditRefSerializer()
+    estimates = serializers.DictField(child=CalibrationEstimateSerializer(), help_text="By target key; {} in progress.")
+
+
+class CalibratedDifferenceSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    label = serializers.CharField()
+    kind = serializers.CharField()
+    base = CalibratedMeanSerializer()
+    candidate = CalibratedMeanSerializer()
+    delta = serializers.FloatField()
+    ci_low = serializers.FloatField()
+    ci_high = serializers.FloatField()
+    std_error = serializers.FloatField()
+    significant = serializers.BooleanField()
+
+
+class CalibratedComparisonSerializer(serializers.Serializer):
+    base = CalibrationSerializer()
+    candidate = CalibrationSerializer()
+    confidence = serializers.FloatField()
+    metrics = serializers.DictField(child=CalibratedDifferenceSerializer())
+
+
 # --- Runs --------------------------------------------------------------------------------------
 
 
@@ -332,6 +410,9 @@ class RunDetailSerializer(RunSerializer):
     summary = serializers.SerializerMethodField(help_text="One row per metric (then overall), as `evaluate` prints.")
     aggregates = AggregatesField()
     callback = serializers.SerializerMethodField()
+    calibrated = serializers.SerializerMethodField(
+        help_text="Human-calibrated scores from the run's audit (null: no audit); figures once 30 items are audited."
+    )
 
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, run: Any) -> dict[str, Any]:
@@ -359,6 +440,11 @@ class RunDetailSerializer(RunSerializer):
     def get_callback(self, run: Any) -> dict[str, Any] | None:
         callback = self.context.get("callback")
         return CallbackSerializer(callback).data if callback is not None else None
+
+    @extend_schema_field(CalibrationSerializer(allow_null=True))
+    def get_calibrated(self, run: Any) -> dict[str, Any] | None:
+        calibration = self.context.get("calibration")
+        return CalibrationSerializer(calibration).data if calibration is not None else None
 
 
 # --- Items -------------------------------------------------------------------------------------
@@ -643,6 +729,9 @@ class ComparisonSerializer(serializers.Serializer):
     metrics = MetricComparisonSerializer(many=True)
     points = ItemPointSerializer(many=True)
     settings = SettingsDiffSerializer()
+    calibrated = CalibratedComparisonSerializer(
+        allow_null=True, help_text="Both runs' calibrated means compared (null unless both audits reached 30 items)."
+    )
 
 
 class KappaSerializer(serializers.Serializer):

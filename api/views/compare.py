@@ -13,6 +13,7 @@ from api import serializers as s
 from api.errors import InvalidInput, field_error
 from api.schema import responses
 from api.views.base import ApiView
+from evaluations.audit_estimates import calibrated_comparison
 from evaluations.comparison import ComparisonError, RunNotFound, run_compare
 
 
@@ -41,4 +42,5 @@ class CompareView(ApiView):
             raise NotFound(str(exc)) from None
         except ComparisonError as exc:
             raise field_error(exc, "candidate") from None
-        return Response(s.ComparisonSerializer(asdict(comparison)).data)
+        body = asdict(comparison) | {"calibrated": calibrated_comparison(ids["base"], ids["candidate"])}
+        return Response(s.ComparisonSerializer(body).data)

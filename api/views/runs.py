@@ -20,6 +20,7 @@ from api.permissions import ReviewerWrites
 from api.schema import paginated, responses
 from api.views.base import ApiView, base_url
 from evaluations import run_selectors
+from evaluations.audit_estimates import run_calibration
 from evaluations.gates import check_bars_apply, parse_fail_under
 from evaluations.metrics.run_settings import SettingsError
 from evaluations.models import Run
@@ -39,8 +40,13 @@ def get_run(run_id: int) -> Run:
 
 
 def run_detail_response(view: ApiView, run: Run, *, status: int = 200) -> Response:
-    """GET /api/runs/{id}/'s body: the run, its review counts and callback (5 queries with the run's own)."""
-    context = view.context(review_counts=run_review_counts(run.pk), callback=api_selectors.run_callback(run.pk))
+    """GET /api/runs/{id}/'s body: the run, its review counts, callback and calibrated scores (a fixed
+    number of queries: see tests/api/test_runs.py)."""
+    context = view.context(
+        review_counts=run_review_counts(run.pk),
+        callback=api_selectors.run_callback(run.pk),
+        calibration=run_calibration(run.pk),
+    )
     return Response(s.RunDetailSerializer(run, context=context).data, status=status)
 
 

@@ -18,7 +18,7 @@ from tests.evaluations.scored_runs import ERROR, scored_run
 # sqlite: the API also works on the embedded default (make test's second pass).
 pytestmark = [pytest.mark.django_db, pytest.mark.sqlite]
 
-RUN_DETAIL_QUERIES = 3  # the run with its relations, its review counts, its callback
+RUN_DETAIL_QUERIES = 4  # the run with its relations, its review counts, its callback, its audit
 
 
 def start_body(version, judge, **extra):
