@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evaluations.views import review, runs
+from evaluations.views import compare, review, runs
 
 app_name = "evaluations"
 
@@ -25,4 +25,10 @@ urlpatterns += [
     path("<int:run_id>/items/<int:item_id>/reviewed/", review.item_mark_reviewed, name="item_mark_reviewed"),
     path("<int:run_id>/review/", review.review_queue, name="review_queue"),
     path("<int:run_id>/review/next/", review.review_next, name="review_next"),
+]
+
+# Run comparison pages (evaluations/views/compare.py).
+urlpatterns += [
+    path("compare/", compare.compare_runs, name="compare"),
+    path("compare/item/", compare.compare_item_view, name="compare_item"),
 ]

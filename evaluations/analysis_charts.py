@@ -1,0 +1,188 @@
+"""Plotly figures of the analyst's pages (dashboard trends, comparison scatter, agreement heatmap).
+
+Built in Python with plotly.graph_objects and rendered with include_plotlyjs=False: the pages load
+plotly.min.js from our own static files. Dataset text that reaches a hover label (a question, a
+run name) is HTML-escaped first: Plotly renders a few tags in labels.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import plotly.graph_objects as go
+from django.utils.safestring import SafeString, mark_safe
+
+from evaluations.charts import ACCENT, PLOT_CONFIG
+from evaluations.models import shorten
+
+PASS, FAIL, NEUTRAL, GRID, AXIS, MUTED = "#067647", "#b42318", "#98a2b3", "#eaecf0", "#d0d5dd", "#667085"
+# One colour per metric line, in the order the metrics come.
+SERIES_COLOURS = ["#4f46e5", "#0e9384", "#dc6803", "#c11574", "#175cd3", "#667085", "#6938ef"]
+HOVER_TEXT_CHARS = 120
+_FONT = {"size": 11, "color": MUTED}
+
+
+def _html(figure: go.Figure, height: int, div_id: str | None = None) -> SafeString:
+    html_text = figure.to_html(
+        include_plotlyjs=False,
+        full_html=False,
+        config=PLOT_CONFIG,
+        default_height=f"{height}px",
+        div_id=div_id,
+    )
+    return mark_safe(html_text)  # Plotly's own markup; every text we put in is escaped
+
+
+def hover_text(text: str, limit: int = HOVER_TEXT_CHARS) -> str:
+    return html.escape(shorten(text, limit))
+
+
+# --- Dashboard: each metric's mean over a dataset's runs ---------------------------------------
+
+
+@dataclass(frozen=True)
+class TrendSeries:
+    metric: str
+    started: list[datetime]
+    means: list[float | None]
+    errors: list[float | None]  # std across repeats (None: the run had no repeats)
+    hovers: list[str]  # run name, judge, model, prompt versions, dataset version (escaped)
+
+
+def trend_html(series: Sequence[TrendSeries], div_id: str) -> SafeString:
+    traces = []
+    for index, entry in enumerate(series):
+        colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
+        has_errors = any(value is not None for value in entry.errors)
+        traces.append(
+            go.Scatter(
+                x=entry.started,
+                y=entry.means,
+                name=entry.metric.replace("_", " "),
+                mode="lines+markers",
+                line={"color": colour, "width": 2},
+                marker={"size": 7},
+                error_y={
+                    "type": "data",
+                    "array": [value or 0 for value in entry.errors],
+                    "visible": has_errors,
+                    "thickness": 1.2,
+                    "width": 4,
+                    "color": colour,
+                },
+                text=entry.hovers,
+                hovertemplate="<b>%{fullData.name}: %{y:.3f}</b><br>%{text}<extra></extra>",
+            )
+        )
+    figure = go.Figure(
+        data=traces,
+        layout=go.Layout(
+            height=260,
+            margin={"l": 44, "r": 12, "t": 8, "b": 36},
+            plot_bgcolor="#ffffff",
+            paper_bgcolor="#ffffff",
+            font=_FONT,
+            hovermode="closest",
+            legend={"orientation": "h", "y": -0.22, "x": 0},
+            xaxis={"showgrid": False, "linecolor": AXIS, "title": None},
+            yaxis={"gridcolor": GRID, "zeroline": False, "title": None},
+        ),
+    )
+    return _html(figure, 260, div_id)
+
+
+# --- Comparison: base vs candidate per item -----------------------------------------------------
+
+
+def scatter_html(
+    *,
+    base: np.ndarray,
+    candidate: np.ndarray,
+    questions: Sequence[str],
+    external_ids: Sequence[str],
+    scale: tuple[float, float],
+    metric: str,
+) -> SafeString:
+    """One point per paired example, coloured by the direction of its change, with the diagonal (no change).
+
+    Points carry the example's external id in customdata: static/js/compare.js opens its diff on click.
+    WebGL (Scattergl) keeps 10,000 points responsive.
+    """
+    delta = candidate - base
+    colours = np.where(delta < 0, FAIL, np.where(delta > 0, PASS, NEUTRAL))
+    low, high = scale
+    pad = (high - low) * 0.03
+    points = go.Scattergl(
+        x=base,
+        y=candidate,
+        mode="markers",
+        marker={"color": colours, "size": 7, "opacity": 0.65, "line": {"width": 0}},
+        text=[hover_text(question) for question in questions],
+        customdata=list(external_ids),
+        hovertemplate="<b>%{customdata}</b><br>%{text}<br>base %{x:.3f} → candidate %{y:.3f}<extra></extra>",
+        showlegend=False,
+        name=metric,
+    )
+    diagonal = go.Scatter(
+        x=[low, high],
+        y=[low, high],
+        mode="lines",
+        line={"color": AXIS, "dash": "dash", "width": 1.5},
+        hoverinfo="skip",
+        showlegend=False,
+    )
+    axis = {"range": [low - pad, high + pad], "gridcolor": GRID, "zeroline": False, "linecolor": AXIS}
+    figure = go.Figure(
+        data=[diagonal, points],
+        layout=go.Layout(
+            height=420,
+            margin={"l": 52, "r": 16, "t": 8, "b": 44},
+            plot_bgcolor="#ffffff",
+            paper_bgcolor="#ffffff",
+            font=_FONT,
+            hovermode="closest",
+            xaxis={**axis, "title": {"text": f"base {metric.replace('_', ' ')}"}},
+            yaxis={**axis, "title": {"text": f"candidate {metric.replace('_', ' ')}"}, "scaleanchor": "x"},
+        ),
+    )
+    return _html(figure, 420, "compare-scatter")
+
+
+# --- Agreement: the judge's verdict vs the person's -------------------------------------------
+
+
+def confusion_html(confusion: Sequence[Sequence[int]], labels: Sequence[str], div_id: str) -> SafeString:
+    """Rows: the judge's verdict; columns: the person's final verdict; each cell shows its count."""
+    words = [label.replace("_", " ").lower() for label in labels]
+    counts = np.array(confusion, dtype=float)
+    figure = go.Figure(
+        data=[
+            go.Heatmap(
+                z=counts,
+                x=words,
+                y=words,
+                colorscale=[[0, "#f5f6ff"], [1, ACCENT]],
+                showscale=False,
+                text=[[str(int(value)) for value in row] for row in counts],
+                texttemplate="%{text}",
+                textfont={"size": 13},
+                hovertemplate="judge: %{y}<br>person: %{x}<br>%{z} claims<extra></extra>",
+                xgap=2,
+                ygap=2,
+            )
+        ],
+        layout=go.Layout(
+            height=300,
+            margin={"l": 130, "r": 12, "t": 8, "b": 70},
+            plot_bgcolor="#ffffff",
+            paper_bgcolor="#ffffff",
+            font=_FONT,
+            xaxis={"title": {"text": "person's verdict"}, "side": "bottom"},
+            yaxis={"title": {"text": "judge's verdict"}, "autorange": "reversed"},
+        ),
+    )
+    return _html(figure, 300, div_id)
