@@ -24,6 +24,8 @@ PASS, FAIL, NEUTRAL, GRID, AXIS, MUTED = "#067647", "#b42318", "#98a2b3", "#eaec
 # One colour per metric line, in the order the metrics come.
 SERIES_COLOURS = ["#4f46e5", "#0e9384", "#dc6803", "#c11574", "#175cd3", "#667085", "#6938ef"]
 HOVER_TEXT_CHARS = 120
+# SVG up to this many points (works without WebGL, sharp in screenshots); WebGL above, where SVG gets slow.
+WEBGL_FROM_POINTS = 3000
 _FONT = {"size": 11, "color": MUTED}
 
 
@@ -112,7 +114,7 @@ def scatter_html(
     the diagonal (no change).
 
     Points carry the example's external id in customdata: static/js/compare.js opens its diff on click.
-    WebGL (scattergl) keeps 10,000 points responsive. The traces are plain dicts rendered without
+    WebGL (scattergl) keeps 10,000 points responsive; smaller comparisons are SVG. The traces are plain dicts rendered without
     Plotly's per-element validation: validating 10,000 points cost 0.8 s (bench/ui.py), and every
     value here is a number or an escaped string we built.
     """
@@ -138,7 +140,7 @@ def scatter_html(
         count = int(np.count_nonzero(mask))
         traces.append(
             {
-                "type": "scattergl",
+                "type": "scattergl" if len(base) > WEBGL_FROM_POINTS else "scatter",
                 "name": f"{name} ({count:,})",
                 "x": base[mask].tolist(),
                 "y": candidate[mask].tolist(),
@@ -178,7 +180,7 @@ def _scatter_layout(scale: tuple[float, float]) -> dict:
         "hovermode": "closest",
         "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
         "xaxis": dict(axis),
-        "yaxis": {**axis, "scaleanchor": "x"},
+        "yaxis": dict(axis),
     }
 
 

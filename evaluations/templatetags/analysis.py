@@ -38,6 +38,15 @@ def interval(estimate: Any, digits: int = 3) -> str:
 
 
 @register.filter
+def plain_interval(estimate: Any, digits: int = 2) -> str:
+    """ "[0.12, 0.78]": an interval of a figure that is not a delta (κ), without signs."""
+    low, high = getattr(estimate, "ci_low", None), getattr(estimate, "ci_high", None)
+    if low is None or high is None:
+        return "–"
+    return f"[{low:.{int(digits)}f}, {high:.{int(digits)}f}]".replace("-", "−")
+
+
+@register.filter
 def delta_class(value: float | None) -> str:
     """CSS class of a delta: up (better), down (worse) or flat."""
     if value is None or value == 0:
