@@ -13,6 +13,9 @@ from evaluations.models import Claim
 from evaluations.services.overrides import claim_confirm, claim_override
 from tests.evaluations.scored_runs import scored_run
 
+# The analyst pages serve the embedded path too (make run): they also run in the SQLite pass.
+pytestmark = [pytest.mark.sqlite]
+
 S, P, C, N = "SUPPORTED", "PARTIALLY_SUPPORTED", "CONTRADICTED", "NOT_ENOUGH_INFO"
 URL = "/judges/agreement/"
 

@@ -12,6 +12,9 @@ from judges.services import judge_config_create
 from tests.evaluations.helpers import example
 from tests.evaluations.scored_runs import ERROR, scored_run
 
+# The analyst pages serve the embedded path too (make run): they also run in the SQLite pass.
+pytestmark = [pytest.mark.sqlite]
+
 COMPARE = "/runs/compare/"
 ITEM = "/runs/compare/item/"
 

@@ -19,6 +19,9 @@ from judges.models import JudgeCall
 from judges.services import judge_config_create
 from tests.evaluations.scored_runs import ERROR, scored_run
 
+# The analyst pages serve the embedded path too (make run): they also run in the SQLite pass.
+pytestmark = [pytest.mark.sqlite]
+
 
 @pytest.fixture
 def viewer(make_user) -> Client:
