@@ -101,6 +101,8 @@ def _pick(
 ) -> HttpResponse:
     """The form to pick two runs; given a base alone, its dataset's runs only."""
     dataset_id = selectors.dataset_of(base_id) if base_id is not None and candidate_id is None else None
+    if base_id is not None and candidate_id is None and dataset_id is None and not error:
+        error, status = f"base: no run with id {base_id}", 404
     context: dict[str, Any] = {
         "groups": selectors.run_choices(dataset_id=dataset_id),
         "base_id": base_id,

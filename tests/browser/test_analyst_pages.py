@@ -161,3 +161,18 @@ def test_dashboard_comparison_and_agreement_pages(page, analyst_data) -> None:
     with page.expect_navigation():
         entry.locator("a.claim-link").first.click()
     assert f"/runs/{candidate.pk}/items/" in page.url
+
+
+def test_a_fresh_install_dashboard_says_what_to_do_first(page, make_user) -> None:
+    make_user("ana", role="reviewer")
+    log_in(page, "ana")
+
+    page.goto("/")
+
+    assert page.locator("#getting-started").is_visible()
+    assert page.locator("#getting-started a.btn-primary").inner_text() == "Import a dataset"
+    shoot(page, "dashboard_empty")
+    page.goto("/judges/agreement/")
+    assert "No reviewed claims yet" in page.locator("main").inner_text()
+    page.goto("/runs/compare/")
+    assert "No runs to compare yet" in page.locator("main").inner_text()

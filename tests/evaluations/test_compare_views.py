@@ -236,3 +236,13 @@ def test_the_comparison_page_query_count_does_not_grow_with_the_runs(viewer, run
     assert response.status_code == 200
     with django_assert_num_queries(7):  # compare_item's 5
         assert viewer.get(ITEM, {"base": base.pk, "candidate": candidate.pk, "example": "q-3"}).status_code == 200
+
+
+def test_the_run_page_offers_compare_with_and_a_base_alone_must_exist(viewer, runs, db) -> None:
+    base, _ = runs
+
+    run_page = viewer.get(f"/runs/{base.pk}/").content.decode()
+    unknown = viewer.get(COMPARE, {"base": 999999})
+
+    assert f'id="compare-with" href="/runs/compare/?base={base.pk}"' in run_page
+    assert unknown.status_code == 404 and "base: no run with id 999999" in text(unknown)
