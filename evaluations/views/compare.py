@@ -61,7 +61,8 @@ def compare_runs(request: HttpRequest) -> HttpResponse:
         else None,
         "only_in_base": comparison.only_in_base[: selectors.UNMATCHED_SHOWN],
         "only_in_candidate": comparison.only_in_candidate[: selectors.UNMATCHED_SHOWN],
-        "unmatched_shown": selectors.UNMATCHED_SHOWN,
+        "more_in_base": max(0, len(comparison.only_in_base) - selectors.UNMATCHED_SHOWN),
+        "more_in_candidate": max(0, len(comparison.only_in_candidate) - selectors.UNMATCHED_SHOWN),
         "differing_settings": [row for row in comparison.settings.rows if row.differs],
     }
     return render(request, "evaluations/compare.html", context)
