@@ -46,32 +46,16 @@ def seed_finished_run(
     error_every: int = 50,
     text: Callable[[int], dict[str, str]] | None = None,
     judge: JudgeConfig | None = None,
+    version: DatasetVersion | None = None,
+    salt: str = "",
 ) -> Run:
-    """A completed run of `items` items with METRICS, claims and aggregates; every `error_every`-th item errored."""
-    dataset = Dataset.objects.create(name=f"{name}-{timezone.now().timestamp()}")
-    version = DatasetVersion.objects.create(
-        dataset=dataset,
-        number=1,
-        content_sha256=hashlib.sha256(dataset.name.encode()).hexdigest(),
-        source_format="jsonl",
-        item_count=items,
-    )
-    texts = text or _text
-    Example.objects.bulk_create(
-        [
-            Example(
-                version=version,
-                position=n,
-                external_id=f"q-{n}",
-                contexts=[{"id": "c1", "text": f"Context {n}."}],
-                tags=[TAGS[n % len(TAGS)], *([TAGS[(n + 2) % len(TAGS)]] if n % 3 == 0 else [])],
-                expected_context_ids=["c1"],
-                **texts(n),
-            )
-            for n in range(1, items + 1)
-        ],
-        batch_size=BATCH,
-    )
+    """A completed run of `items` items with METRICS, claims and aggregates; every `error_every`-th item errored.
+
+    `version`: a second run of that dataset version (no new dataset); `salt` varies its scores, so two
+    runs of one version differ the way a base and a candidate do (bench/ui.py's comparison page).
+    """
+    if version is None:
+        version = _seed_version(items, name, text or _text)
     judge = (
         judge
         or JudgeConfig.objects.get_or_create(
@@ -100,7 +84,9 @@ def seed_finished_run(
                 example_id=example_id,
                 status=ItemStatus.ERROR if error_every and position % error_every == 0 else ItemStatus.DONE,
                 error="judge reply could not be parsed" if error_every and position % error_every == 0 else "",
-                overall_score=None if error_every and position % error_every == 0 else round(_share(position, "o"), 4),
+                overall_score=None
+                if error_every and position % error_every == 0
+                else round(_share(position, f"{salt}o"), 4),
                 finished_at=now,
             )
             for example_id, position in examples
@@ -111,7 +97,7 @@ def seed_finished_run(
         RunItem.objects.filter(run=run, status=ItemStatus.DONE).values_list("id", "example__position").order_by("id")
     )
     MetricResult.objects.bulk_create(
-        [result for item_id, position in done for result in _results(item_id, position)], batch_size=BATCH
+        [result for item_id, position in done for result in _results(item_id, position, salt)], batch_size=BATCH
     )
     Claim.objects.bulk_create(
         [
@@ -142,6 +128,33 @@ def seed_finished_run(
     return run
 
 
+def _seed_version(items: int, name: str, texts: Callable[[int], dict[str, str]]) -> DatasetVersion:
+    dataset = Dataset.objects.create(name=f"{name}-{timezone.now().timestamp()}")
+    version = DatasetVersion.objects.create(
+        dataset=dataset,
+        number=1,
+        content_sha256=hashlib.sha256(dataset.name.encode()).hexdigest(),
+        source_format="jsonl",
+        item_count=items,
+    )
+    Example.objects.bulk_create(
+        [
+            Example(
+                version=version,
+                position=n,
+                external_id=f"q-{n}",
+                contexts=[{"id": "c1", "text": f"Context {n}."}],
+                tags=[TAGS[n % len(TAGS)], *([TAGS[(n + 2) % len(TAGS)]] if n % 3 == 0 else [])],
+                expected_context_ids=["c1"],
+                **texts(n),
+            )
+            for n in range(1, items + 1)
+        ],
+        batch_size=BATCH,
+    )
+    return version
+
+
 def _text(n: int) -> dict[str, str]:
     return {
         "query": f"What did report {n} find about the river level?",
@@ -150,11 +163,11 @@ def _text(n: int) -> dict[str, str]:
     }
 
 
-def _results(item_id: int, position: int) -> list[MetricResult]:
-    faithfulness = round(_share(position, "f"), 4)
-    rubric = round(_share(position, "r"), 4)
-    correctness = round(1 + 4 * _share(position, "c"), 2)
-    relevant = _share(position, "y") > 0.2
+def _results(item_id: int, position: int, salt: str = "") -> list[MetricResult]:
+    faithfulness = round(_share(position, f"{salt}f"), 4)
+    rubric = round(_share(position, f"{salt}r"), 4)
+    correctness = round(1 + 4 * _share(position, f"{salt}c"), 2)
+    relevant = _share(position, f"{salt}y") > 0.2
     details: dict[str, Any] = {"n_claims": 3}
     return [
         MetricResult(

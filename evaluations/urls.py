@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evaluations.views import audits, review, runs
+from evaluations.views import audits, compare, review, runs
 
 app_name = "evaluations"
 
@@ -32,4 +32,10 @@ urlpatterns += [
     path("<int:run_id>/audit/", audits.audit_queue, name="audit_queue"),
     path("<int:run_id>/audit/start/", audits.audit_start, name="audit_start"),
     path("<int:run_id>/audit/next/", audits.audit_next, name="audit_next"),
+]
+
+# Run comparison pages (evaluations/views/compare.py).
+urlpatterns += [
+    path("compare/", compare.compare_runs, name="compare"),
+    path("compare/item/", compare.compare_item_view, name="compare_item"),
 ]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 
 from judges import sql
 from judges.models import JudgeCall, JudgeConfig
@@ -63,3 +64,23 @@ def judge_config_list_with_spend() -> QuerySet[JudgeConfig]:
 def judge_calls_for_item(*, run_item_id: int) -> QuerySet[JudgeCall]:
     """The calls logged for one run item's evaluation, in the order they were made."""
     return JudgeCall.objects.filter(run_item_id=run_item_id).order_by("created_at", "id")
+
+
+def judge_spend_since(*, since: datetime) -> list[dict]:
+    """Per judge config, the calls logged since `since`: calls, tokens, cost and failed calls, costliest first.
+
+    Cache hits log no call (they are free). One query.
+    """
+    rows = (
+        JudgeCall.objects.filter(created_at__gte=since)
+        .values("config_id", "config__name", "config__provider", "config__model")
+        .annotate(
+            calls=Count("id"),
+            input_tokens=Sum("input_tokens", default=0),
+            output_tokens=Sum("output_tokens", default=0),
+            cost=Sum("cost", default=Decimal(0)),
+            errors=Count("id", filter=~Q(error="")),
+        )
+        .order_by("-cost", "config__name")
+    )
+    return list(rows)

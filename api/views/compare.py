@@ -14,7 +14,7 @@ from api.errors import InvalidInput, field_error
 from api.schema import responses
 from api.views.base import ApiView
 from evaluations.audit_estimates import calibrated_comparison
-from evaluations.comparison import ComparisonError, RunNotFound, run_compare
+from evaluations.comparison import ComparisonError, UnknownRun, run_compare
 
 
 class CompareView(ApiView):
@@ -38,7 +38,7 @@ class CompareView(ApiView):
             ids[param] = int(value)
         try:
             comparison = run_compare(ids["base"], ids["candidate"])
-        except RunNotFound as exc:
+        except UnknownRun as exc:
             raise NotFound(str(exc)) from None
         except ComparisonError as exc:
             raise field_error(exc, "candidate") from None

@@ -20,7 +20,14 @@ Every result is a dataclass of plain values: `dataclasses.asdict` makes it JSON.
 Queries: 3 for `run_compare` and 5 for `compare_item`, whatever the runs' size.
 """
 
-from evaluations.comparison.common import ComparisonError, RunNotFound, SettingRow, SettingsDiff, settings_diff
+from evaluations.comparison.common import (
+    ComparisonError,
+    SettingRow,
+    SettingsDiff,
+    UnknownExample,
+    UnknownRun,
+    settings_diff,
+)
 from evaluations.comparison.item import ItemDiff, compare_item
 from evaluations.comparison.runs import MetricComparison, RunComparison, run_compare
 
@@ -29,9 +36,10 @@ __all__ = [
     "ItemDiff",
     "MetricComparison",
     "RunComparison",
-    "RunNotFound",
     "SettingRow",
     "SettingsDiff",
+    "UnknownExample",
+    "UnknownRun",
     "compare_item",
     "run_compare",
     "settings_diff",

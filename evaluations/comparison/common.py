@@ -22,8 +22,12 @@ class ComparisonError(ValueError):
     """The two runs cannot be compared (unknown run, different datasets, unknown example)."""
 
 
-class RunNotFound(ComparisonError):
-    """One of the two run ids names no run (the message starts with `base` or `candidate`)."""
+class UnknownRun(ComparisonError):
+    """A run id that names no run (a page answers 404, where other comparison errors are 400)."""
+
+
+class UnknownExample(ComparisonError):
+    """An external id in neither run (a page answers 404)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ def runs_for_comparison(base: Run | int, candidate: Run | int) -> tuple[Run, Run
     runs = Run.objects.select_related("dataset_version__dataset", "judge_config").in_bulk(ids.values())
     for role, run_id in ids.items():
         if run_id not in runs:
-            raise RunNotFound(f"{role}: no run with id {run_id}")
+            raise UnknownRun(f"{role}: no run with id {run_id}")
     base_run, candidate_run = runs[ids["base"]], runs[ids["candidate"]]
     base_dataset, candidate_dataset = base_run.dataset_version.dataset, candidate_run.dataset_version.dataset
     if base_dataset.pk != candidate_dataset.pk:

@@ -9,9 +9,9 @@ from typing import Any
 
 from evaluations.aggregates import OVERALL
 from evaluations.comparison.common import (
-    ComparisonError,
     RunRef,
     SettingsDiff,
+    UnknownExample,
     compared_metrics,
     prompt_versions,
     run_ref,
@@ -80,7 +80,7 @@ def compare_item(base: Run | int, candidate: Run | int, external_id: str) -> Ite
         )
     }
     if not items:
-        raise ComparisonError(f"example: {external_id!r} is in neither run {base_run.pk} nor run {candidate_run.pk}")
+        raise UnknownExample(f"example: {external_id!r} is in neither run {base_run.pk} nor run {candidate_run.pk}")
     item_ids = [item.pk for item in items.values()]
     results: dict[int, dict[str, MetricResult]] = defaultdict(dict)
     for result in MetricResult.objects.filter(item_id__in=item_ids):

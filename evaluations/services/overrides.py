@@ -56,6 +56,7 @@ from evaluations.aggregates import (
 from evaluations.metrics import overall_score
 from evaluations.metrics.base import MetricOutcome, passes
 from evaluations.metrics.faithfulness import faithfulness_details, faithfulness_score
+from evaluations.metrics.rubric import DIMENSIONS
 from evaluations.models import (
     FINISHED_STATUSES,
     Claim,
@@ -201,15 +202,27 @@ def item_rescore(*, item: RunItem, run: Run, reviewer: Any = None, now: Any = No
             },
         }
         MetricResult.objects.filter(pk=faithfulness.pk).update(score=score, passed=passed, details=faithfulness.details)
-        outcomes = {
-            name: MetricOutcome(metric=name, score=result.score, details=result.details)
-            for name, result in results.items()
-        }
-        item_fields["overall_score"] = overall_score(outcomes, run.settings)
+        if _overall_rebuildable(results.get("rubric")):
+            outcomes = {
+                name: MetricOutcome(metric=name, score=result.score, details=result.details)
+                for name, result in results.items()
+            }
+            item_fields["overall_score"] = overall_score(outcomes, run.settings)
     if item_fields:
         RunItem.objects.filter(pk=item.pk).update(**item_fields)
         for name, value in item_fields.items():
             setattr(item, name, value)
+
+
+def _overall_rebuildable(rubric: MetricResult | None) -> bool:
+    """The overall is rebuilt from the rubric's dimension scores; a rubric result without them (its judge
+    errored, or details written without "scores") leaves the item's overall as it was rather than
+    failing the review (KeyError: 'scores')."""
+    if rubric is None or rubric.score is None:
+        return True  # overall_score gives None: no rubric, no overall
+    details = rubric.details if isinstance(rubric.details, dict) else {}
+    scores = details.get("scores")
+    return isinstance(scores, dict) and all(name in scores for name in DIMENSIONS) and "caps_applied" in details
 
 
 # --- The run's aggregates --------------------------------------------------------------------
