@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "datasets",
     "judges",
     "evaluations",
+    "targets",
     "axes",
 ]
 
