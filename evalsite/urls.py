@@ -14,4 +14,5 @@ urlpatterns = [
     path("datasets/", include("datasets.urls")),
     path("runs/", include("evaluations.urls")),
     path("judges/", include("judges.urls")),
+    path("targets/", include("targets.urls")),
 ]
