@@ -11,6 +11,7 @@ from datasets.models import DatasetVersion
 from evaluations.metrics import METRIC_NAMES
 from evaluations.metrics.run_settings import DEFAULT_SETTINGS, MAX_REPEATS, THRESHOLD_RANGES
 from judges.models import JudgeConfig
+from targets.models import Target
 
 METRIC_HELP = {
     "faithfulness": "Share of the answer's claims the contexts support (claims and verdicts kept for review).",
@@ -40,6 +41,13 @@ class RunForm(forms.Form):
     name = forms.CharField(max_length=200, required=False, help_text="Optional; e.g. “prompt v2, k=5”.")
     dataset_version = forms.TypedChoiceField(coerce=int, label="Dataset and version")
     judge_config = JudgeChoiceField(queryset=JudgeConfig.objects.order_by("name"), label="Judge", empty_label=None)
+    target = forms.ModelChoiceField(
+        queryset=Target.objects.order_by("name"),
+        required=False,
+        label="Live target",
+        empty_label="None: score the dataset's stored answers",
+        help_text="Optional: call this RAG application for each question and score what it answers.",
+    )
     metrics = forms.MultipleChoiceField(
         choices=[(name, name) for name in METRIC_NAMES],
         widget=forms.CheckboxSelectMultiple,
