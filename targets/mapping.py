@@ -122,4 +122,10 @@ def _short(value: Any, limit: int = 120) -> str:
 
 
 def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    position, token = getattr(exc, "lex_position", None), getattr(exc, "token_value", None)
+    if position is not None and token is not None:  # a ParseError: say where, not the parser's token names
+        return f"unexpected {token!r} at column {position + 1}" if token else f"incomplete at column {position + 1}"
+    text = str(exc).strip()
+    if "Incomplete expression" in text:
+        return "the expression ends too early (an unclosed bracket or a trailing operator?)"
+    return text.splitlines()[0] if text else type(exc).__name__

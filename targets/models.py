@@ -10,9 +10,9 @@ from django.db import models
 
 
 class Method(models.TextChoices):
-    POST = "POST"
-    GET = "GET"
-    PUT = "PUT"
+    POST = "POST", "POST"
+    GET = "GET", "GET"
+    PUT = "PUT", "PUT"
 
 
 class Target(models.Model):

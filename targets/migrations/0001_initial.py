@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('name', models.CharField(max_length=100, unique=True)),
                 ('url', models.CharField(max_length=500)),
-                ('method', models.CharField(choices=[('POST', 'Post'), ('GET', 'Get'), ('PUT', 'Put')], default='POST', max_length=8)),
+                ('method', models.CharField(choices=[('POST', 'POST'), ('GET', 'GET'), ('PUT', 'PUT')], default='POST', max_length=8)),
                 ('headers', models.JSONField(blank=True, default=dict)),
                 ('request_template', models.JSONField(blank=True, default=dict)),
                 ('response_mapping', models.JSONField(default=dict)),
