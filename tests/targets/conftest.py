@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,12 +16,12 @@ from targets.services import DEMO_MAPPING, DEMO_TEMPLATE, target_create
 # The engine and worker fixtures (datasets, judges, fake LLM, Celery workers) of the run-engine tests.
 from tests.evaluations.conftest import (  # noqa: F401
     PYTHON,
-    REPO,
     celery_worker,
     fake_llm,
     make_dataset,
     make_fake_judge,
     offline_judge,
+    start_server_process,
 )
 
 
@@ -41,16 +40,8 @@ def demo_rag() -> Iterator[Callable[..., DemoRAG]]:
 
     def start(*options: str, env: dict[str, str] | None = None) -> DemoRAG:
         command = [PYTHON, "-m", "evalsite.demo_rag", "--port", "0", *options]
-        process = subprocess.Popen(
-            command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-        )
-        started.append(process)
-        line = process.stdout.readline()  # type: ignore[union-attr]
-        match = re.search(r"https?://\S+", line)
-        if not match:
-            process.kill()
-            raise RuntimeError(f"demo_rag did not start: {line!r}")
-        return DemoRAG(url=match.group(0), process=process)
+        process, url = start_server_process(command, started, env)
+        return DemoRAG(url=url, process=process)
 
     yield start
     for process in started:
