@@ -6,7 +6,7 @@ answer built from the best chunk's most relevant lines, citing its id: `... [sti
 
     POST /query  {"query": "...", "id": "q-1", "top_k": 3}   (GET /query?query=... too)
       -> {"answer": "...", "sources": [{"id", "text", "score"}], "latency_ms": 12}
-    GET /stats   requests served, per query and per id (tests read it)
+    GET /stats   requests served, per query and per id, most at once (tests read it)
     GET /health
 
 Options: --port (0: any free port; the first line printed is the URL), --latency-ms, --error-rate
@@ -135,8 +135,13 @@ class Index:
             return "I could not find anything about that in the documents."
         best_id = hits[0][0]
         asked = set(words(query))
-        lines = [line.strip(" #-*") for line in re.split(r"\n+|(?<=[.!?])\s+", self.chunks[best_id]) if line.strip()]
-        ranked = sorted(range(len(lines)), key=lambda i: (-len(asked & set(words(lines[i]))), i))[:ANSWER_LINES]
+        pieces = [piece.strip() for piece in re.split(r"\n+|(?<=[.!?])\s+", self.chunks[best_id]) if piece.strip()]
+        headings = [piece.startswith("#") for piece in pieces]
+        lines = [piece.strip(" #-*") for piece in pieces]
+        # the lines sharing most words with the question; a heading only when nothing else does
+        ranked = sorted(range(len(lines)), key=lambda i: (headings[i], -len(asked & set(words(lines[i]))), i))[
+            :ANSWER_LINES
+        ]
         picked = [lines[i].rstrip(".") for i in sorted(ranked) if lines[i]]
         return ". ".join(picked) + f". [{best_id}]"
 
@@ -166,8 +171,20 @@ class DemoRAG:
         self.requests = 0
         self.by_query: Counter[str] = Counter()
         self.by_id: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
 
     def handle(self, payload: dict[str, Any], authorization: str) -> tuple[int, dict[str, Any]]:
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return self._answer(payload, authorization)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _answer(self, payload: dict[str, Any], authorization: str) -> tuple[int, dict[str, Any]]:
         started = time.monotonic()
         query = str(payload.get("query") or "")
         item_id = str(payload.get("id") or "")
@@ -197,7 +214,12 @@ class DemoRAG:
 
     def stats(self) -> dict[str, Any]:
         with self.lock:
-            return {"requests": self.requests, "by_query": dict(self.by_query), "by_id": dict(self.by_id)}
+            return {
+                "requests": self.requests,
+                "max_in_flight": self.max_in_flight,
+                "by_query": dict(self.by_query),
+                "by_id": dict(self.by_id),
+            }
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -59,6 +59,7 @@ def test_a_run_with_a_target_on_a_worker_scores_what_the_target_answered(
     assert len(snapshots) == version.item_count
     assert all(snapshot.status == SnapshotStatus.OK for snapshot in snapshots)
     assert set(server.stats()["by_id"].values()) == {1}
+    assert server.stats()["max_in_flight"] <= target.max_concurrency  # the target's own limit held
     for snapshot in snapshots:
         example = snapshot.item.example
         assert snapshot.answer != example.response  # the target's answer, not the dataset's

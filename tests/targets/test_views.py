@@ -122,3 +122,15 @@ def test_the_check_shows_the_mapping_that_found_nothing_and_the_body(client, mak
     assert "mapping answer: `result.text` found nothing in the response" in html
     assert '<span class="mapping-failed">answer</span>' in html
     assert '<details class="raw" open>' in html and "&quot;sources&quot;" in html
+
+
+def test_the_admin_lists_creates_and_shows_snapshots(admin_client, make_target):
+    target = make_target("http://127.0.0.1:9/query", name="rag")
+
+    assert admin_client.get("/admin/targets/target/").status_code == 200
+    assert admin_client.get(f"/admin/targets/target/{target.pk}/change/").status_code == 200
+    assert admin_client.get("/admin/targets/targetsnapshot/").status_code == 200
+    response = admin_client.post("/admin/targets/target/add/", form_data(name="rag2"))
+
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert Target.objects.get(name="rag2").response_mapping == {"answer": "answer", "contexts": "sources"}
