@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evalsite.roles import ADMIN, REVIEWER, has_role, require_role
+from evaluations.run_selectors import runs_of_target
 from targets import selectors, services
 from targets.check import DEFAULT_QUERY, target_check
 from targets.forms import TargetForm
@@ -36,6 +37,7 @@ def target_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_edit": has_role(request.user, ADMIN),
         "can_check": has_role(request.user, REVIEWER),
         "default_query": DEFAULT_QUERY,
+        "runs": runs_of_target(target.pk),
     }
     return render(request, "targets/target_detail.html", context)
 
@@ -50,6 +52,7 @@ def target_check_view(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx:
         return render(request, "targets/target_detail.html#check_report", context)
     context |= {"can_edit": has_role(request.user, ADMIN), "can_check": True, "default_query": report.query}
+    context["runs"] = runs_of_target(target.pk)
     return render(request, "targets/target_detail.html", context)
 
 

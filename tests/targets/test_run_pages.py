@@ -109,3 +109,13 @@ def test_the_new_run_form_starts_a_run_with_a_target(client, make_user, make_tar
     run = Run.objects.get()
     assert response.status_code == 302 and run.target_id == target.pk
     assert run.target_config["url"] == "http://127.0.0.1:9/query"
+
+
+def test_the_target_page_lists_the_runs_that_called_it(client, make_user, runs_of_both_kinds):
+    stored, live = runs_of_both_kinds
+
+    html = login(client, make_user).get(reverse("targets:detail", args=[live.target_id])).content.decode()
+
+    assert reverse("evaluations:run_detail", args=[live.pk]) in html
+    assert reverse("evaluations:run_detail", args=[stored.pk]) not in html
+    assert f"{live.aggregates['target']['latency_ms']['p50']:.0f} ms" in html
