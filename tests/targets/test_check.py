@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from targets.check import target_check
 from targets.models import Target
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]  # starts the demo RAG server
 
 
 def test_check_shows_what_each_mapping_extracted(demo_rag, make_target):

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.django_db
 FIELDS = {"query": "How much ARB did STIP allocate?", "id": "q-1", "metadata": {}, "tags": []}
 
 
+@pytest.mark.slow
 def test_a_get_target_sends_the_template_as_the_query_string(demo_rag, make_target):
     server = demo_rag()
     target = make_target(server.url, method="GET", request_template={"query": "{{query}}", "id": "{{id}}", "top_k": 2})
@@ -63,6 +64,7 @@ def test_a_client_error_is_not_retried(monkeypatch):
     assert len(attempts) == 1
 
 
+@pytest.mark.slow
 def test_calls_stay_within_the_targets_own_concurrency(demo_rag, make_target):
     server = demo_rag("--latency-ms", "150")
     config = TargetConfig.of(make_target(server.url, max_concurrency=2))
@@ -78,6 +80,7 @@ def test_calls_stay_within_the_targets_own_concurrency(demo_rag, make_target):
     assert stats["requests"] == 6 and stats["max_in_flight"] == 2
 
 
+@pytest.mark.slow
 def test_requests_per_minute_hold(demo_rag, make_target, settings):
     settings.JUDGE_RATE_WINDOW_SECONDS = 1.0  # the shared limiter's minute, shrunk
     config = TargetConfig.of(make_target(demo_rag().url, requests_per_minute=2, max_concurrency=0))

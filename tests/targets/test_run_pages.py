@@ -12,7 +12,7 @@ from evaluations.services.runs import run_create
 from targets.models import TargetSnapshot
 from tests.targets.test_target_runs import demo_version
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]  # starts the demo RAG server
 METRICS = ["faithfulness", "relevancy", "rubric", "retrieval"]
 
 

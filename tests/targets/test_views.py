@@ -99,6 +99,7 @@ def test_an_admin_edits_a_target_but_not_its_name(client, make_user, make_target
     assert (target.name, target.url) == ("rag", "http://127.0.0.1:8101/query")
 
 
+@pytest.mark.slow
 def test_the_check_button_shows_what_each_mapping_extracted(client, make_user, make_target, demo_rag):
     target = make_target(demo_rag().url, name="rag")
     client = login(client, make_user, "reviewer")
@@ -113,6 +114,7 @@ def test_the_check_button_shows_what_each_mapping_extracted(client, make_user, m
     assert "How much ARB did STIP allocate?" in html
 
 
+@pytest.mark.slow
 def test_the_check_shows_the_mapping_that_found_nothing_and_the_body(client, make_user, make_target, demo_rag):
     target = make_target(demo_rag().url, name="rag", response_mapping={"answer": "result.text"})
 
