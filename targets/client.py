@@ -85,7 +85,10 @@ class TargetConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TargetConfig:
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        """From a run's snapshot (`as_dict`); a key it lacks takes the field's default."""
+        defaults = {"method": "POST", "headers": {}, "request_template": {}, "timeout_seconds": 30.0}
+        defaults |= {"max_concurrency": 0, "requests_per_minute": None}
+        return cls(**{name: data.get(name, defaults.get(name)) for name in cls.__dataclass_fields__})
 
     def as_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}

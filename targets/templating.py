@@ -48,7 +48,8 @@ def render(template: Any, fields: Mapping[str, Any]) -> Any:
     if isinstance(template, list):
         return [render(value, fields) for value in template]
     if isinstance(template, dict):
-        return {render(key, fields) if "{{" in key else key: render(value, fields) for key, value in template.items()}
+        # a key is always text: a placeholder in it is replaced by the value's text
+        return {_render_text(key, fields): render(value, fields) for key, value in template.items()}
     return template
 
 
@@ -76,6 +77,10 @@ def _render_string(text: str, fields: Mapping[str, Any]) -> Any:
     whole = PLACEHOLDER.fullmatch(text.strip()) if text.strip().startswith("{{") else None
     if whole is not None:
         return _value(whole.group(1), fields)
+    return _render_text(text, fields)
+
+
+def _render_text(text: str, fields: Mapping[str, Any]) -> str:
     return PLACEHOLDER.sub(lambda match: as_text(_value(match.group(1), fields)), text)
 
 

@@ -47,3 +47,7 @@ def test_an_unknown_placeholder_is_named():
     with pytest.raises(TemplateError, match=r"unknown placeholder \{\{question\}\}"):
         placeholders_check({"q": ["{{question}}"]})
     placeholders_check({"q": "{{query}}", "m": "{{metadata.anything}}"})  # fine
+
+
+def test_a_placeholder_in_a_key_is_replaced_by_text():
+    assert render({"{{id}}": "{{tags}}", "k-{{metadata.top_k}}": 1}, FIELDS) == {"q-1": ["factual"], "k-5": 1}
