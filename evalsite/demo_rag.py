@@ -24,8 +24,6 @@ import math
 import os
 import random
 import re
-import signal
-import sys
 import threading
 import time
 from collections import Counter
@@ -33,6 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from evalsite.serving import serve_until_stopped
 
 DEMO_CORPUS = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "stip-governance.jsonl"
 WORD = re.compile(r"[a-z0-9]+")
@@ -305,14 +305,7 @@ def main(argv: list[str] | None = None) -> None:
         slow_ms=args.slow_ms,
     )
     server = DemoServer((args.host, args.port), app)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"demo_rag listening on {server.url} ({len(app.index.chunks)} chunks)", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve_until_stopped(server, f"demo_rag listening on {server.url} ({len(app.index.chunks)} chunks)")
 
 
 if __name__ == "__main__":
