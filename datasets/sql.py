@@ -12,10 +12,21 @@ from typing import Any
 from datasets.models import Example
 from evalsite.db import from_db, quote, table
 
-# What the engine reads of an example to build its metric input.
+# What the engine reads of an example to build its metric input (and a live target's request:
+# external_id, tags and metadata fill the request template's placeholders).
 EXAMPLE_INPUT_FIELDS = tuple(
     Example._meta.get_field(name)
-    for name in ("query", "response", "contexts", "reference_answer", "expected_context_ids", "retrieved_ids")
+    for name in (
+        "query",
+        "response",
+        "contexts",
+        "reference_answer",
+        "expected_context_ids",
+        "retrieved_ids",
+        "external_id",
+        "tags",
+        "metadata",
+    )
 )
 
 

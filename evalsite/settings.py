@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "datasets",
     "judges",
     "evaluations",
+    "targets",
     "axes",
     "api",
 ]

@@ -19,4 +19,5 @@ urlpatterns = [
     path("judges/", include("judges.urls")),
     path("api/", include("api.urls")),
     path("account/", include("api.account_urls")),
+    path("targets/", include("targets.urls")),
 ]

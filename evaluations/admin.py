@@ -46,6 +46,7 @@ class RunAdmin(admin.ModelAdmin):
         "name",
         "dataset_version",
         "judge_config",
+        ("target", "target_config"),
         "metrics",
         "settings",
         "status",
@@ -59,6 +60,8 @@ class RunAdmin(admin.ModelAdmin):
     readonly_fields = (
         "dataset_version",
         "judge_config",
+        "target",
+        "target_config",
         "metrics",
         "settings",
         "status",

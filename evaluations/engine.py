@@ -14,6 +14,12 @@ The same function serves the Celery item task and the in-process executor (`eval
 
 A cancel (the gateway raises JudgeCancelled) puts the item back to pending, unscored, so a
 resume continues it. A judge failure is an item error with its message, never a score.
+
+A run with a live target takes the item's snapshot between 1 and 2 (targets.services.snapshot_take):
+the stored one when a previous delivery already took it, else one call of the target within its own
+limits. The metrics then read the snapshot's answer, contexts and retrieved ids; the dataset's
+reference answer and expected context ids still drive correctness and retrieval. A failed call
+is stored too and makes the item an error with the target's message.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import enum
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -40,7 +46,10 @@ from evaluations.metrics.base import ItemInput, MetricContext, MetricOutcome
 from evaluations.models import Claim, ItemStatus, MetricResult, Run
 from judges import gateway
 from judges.models import JudgeConfig
-from judges.types import Context, JudgeError
+from judges.types import Context, JudgeCancelled, JudgeError
+from targets import services as target_services
+from targets.client import TargetConfig, TargetError
+from targets.models import SnapshotStatus, TargetSnapshot
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +91,7 @@ class RunContext:
     settings: dict[str, Any]
     judge_config: JudgeConfig
     loaded_at: float
+    target: TargetConfig | None = None  # the run's snapshot of its live target's configuration
 
 
 _run_contexts: dict[int, RunContext] = {}
@@ -94,8 +104,13 @@ def run_context(run_id: int) -> RunContext:
     with _run_contexts_lock:
         context = _run_contexts.get(run_id)
         if context is None or time.monotonic() - context.loaded_at > RUN_CONTEXT_SECONDS:
-            run = Run.objects.select_related("judge_config").only("metrics", "settings", "judge_config").get(pk=run_id)
-            context = RunContext(run.metrics, run.settings, run.judge_config, time.monotonic())
+            run = (
+                Run.objects.select_related("judge_config")
+                .only("metrics", "settings", "judge_config", "target_config")
+                .get(pk=run_id)
+            )
+            target = TargetConfig.from_dict(run.target_config) if run.target_config else None
+            context = RunContext(run.metrics, run.settings, run.judge_config, time.monotonic(), target)
             if len(_run_contexts) > _CACHE_PRUNE_SIZE:
                 _run_contexts.clear()
             _run_contexts[run_id] = context
@@ -132,7 +147,8 @@ def _execute_claimed(claimed: ClaimedItem, lease_seconds: float) -> ItemExecutio
 def _evaluate_and_store(claimed: ClaimedItem, context: RunContext, judge: ItemJudge) -> ItemOutcome:
     started = time.monotonic()
     try:
-        outcomes, overall = evaluate_run_item(claimed.example, context.metrics, context.settings, judge)
+        item_input = _item_input(claimed, context, judge)
+        outcomes, overall = evaluate_run_item(item_input, context.metrics, context.settings, judge)
     except LeaseLost:
         logger.warning("item %s: lease lost, leaving it to its new owner", claimed.item_id)
         _bump_run(claimed.run_id, judge.usage)
@@ -140,7 +156,7 @@ def _evaluate_and_store(claimed: ClaimedItem, context: RunContext, judge: ItemJu
     except Exception as exc:
         if judge.cancelled:
             return _release(claimed, judge)
-        if not isinstance(exc, JudgeError):
+        if not isinstance(exc, JudgeError | TargetError):
             logger.exception("item %s: unexpected error", claimed.item_id)
         return _fail(claimed, judge, _error_message(exc), started)
     if judge.cancelled:  # a metric swallowed the cancel: its outcome is not a score
@@ -148,11 +164,29 @@ def _evaluate_and_store(claimed: ClaimedItem, context: RunContext, judge: ItemJu
     return _complete(claimed, judge, outcomes, overall, started)
 
 
+def _item_input(claimed: ClaimedItem, context: RunContext, judge: ItemJudge) -> ItemInput:
+    """The example as the metrics see it; for a run with a live target, its answer, contexts and retrieved
+    ids come from the item's snapshot (taken now unless a previous delivery already took it)."""
+    if context.target is None:
+        return item_input_from_example(claimed.example)
+    try:
+        snapshot = target_services.snapshot_take(
+            item_id=claimed.item_id, example=claimed.example, config=context.target, should_stop=judge.should_stop
+        )
+    except LeaseLost:
+        raise
+    except JudgeCancelled:  # the run is being cancelled while the call waited for a slot or backed off
+        judge.cancelled = True
+        raise
+    if snapshot.status == SnapshotStatus.ERROR:
+        raise TargetError(snapshot.error)
+    return item_input_from_snapshot(claimed.example, snapshot)
+
+
 def evaluate_run_item(
-    example: Example, metrics: list[str], run_settings: dict[str, Any], judge: ItemJudge
+    item_input: ItemInput, metrics: list[str], run_settings: dict[str, Any], judge: ItemJudge
 ) -> tuple[dict[str, MetricOutcome], float | None]:
     """All metrics of one item, `repeats` times for the judge metrics (sample i bypasses the cache of sample j)."""
-    item_input = item_input_from_example(example)
     with gateway.cache_prefetched(judge.config, first_prompts(item_input, metrics, run_settings)):
         first = evaluate_item(item_input, metrics, MetricContext(judge=judge.bound(0), settings=run_settings))
     repeats = int(run_settings.get("repeats", 1))
@@ -177,6 +211,17 @@ def item_input_from_example(example: Example) -> ItemInput:
         reference_answer=example.reference_answer,
         expected_context_ids=tuple(str(value) for value in example.expected_context_ids),
         retrieved_ids=retrieved,
+    )
+
+
+def item_input_from_snapshot(example: Example, snapshot: TargetSnapshot) -> ItemInput:
+    """The target's answer, contexts and retrieved ids; the dataset's query, reference and expected ids."""
+    contexts = tuple(Context(id=str(context["id"]), text=str(context.get("text", ""))) for context in snapshot.contexts)
+    return replace(
+        item_input_from_example(example),
+        response=snapshot.answer,
+        contexts=contexts,
+        retrieved_ids=tuple(str(value) for value in snapshot.retrieved_ids),
     )
 
 
@@ -292,7 +337,7 @@ def _metric_result(item_id: int, outcome: MetricOutcome) -> MetricResult:
 
 def _error_message(exc: Exception) -> str:
     message = str(exc).strip() or type(exc).__name__
-    if not isinstance(exc, JudgeError):
+    if not isinstance(exc, JudgeError | TargetError):
         message = f"internal error: {type(exc).__name__}: {message}"
     return message[:_MAX_ERROR_LENGTH]
 

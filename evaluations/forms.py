@@ -14,6 +14,7 @@ from evaluations.services.audits import DEFAULT_SIZE as AUDIT_DEFAULT_SIZE
 from evaluations.services.audits import MAX_SEED as AUDIT_MAX_SEED
 from evaluations.services.audits import MAX_SIZE as AUDIT_MAX_SIZE
 from judges.models import JudgeConfig
+from targets.models import Target
 
 METRIC_HELP = {
     "faithfulness": "Share of the answer's claims the contexts support (claims and verdicts kept for review).",
@@ -43,6 +44,13 @@ class RunForm(forms.Form):
     name = forms.CharField(max_length=200, required=False, help_text="Optional; e.g. “prompt v2, k=5”.")
     dataset_version = forms.TypedChoiceField(coerce=int, label="Dataset and version")
     judge_config = JudgeChoiceField(queryset=JudgeConfig.objects.order_by("name"), label="Judge", empty_label=None)
+    target = forms.ModelChoiceField(
+        queryset=Target.objects.order_by("name"),
+        required=False,
+        label="Live target",
+        empty_label="None: score the dataset's stored answers",
+        help_text="Optional: call this RAG application for each question and score what it answers.",
+    )
     metrics = forms.MultipleChoiceField(
         choices=[(name, name) for name in METRIC_NAMES],
         widget=forms.CheckboxSelectMultiple,

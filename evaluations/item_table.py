@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 from django.core.paginator import Page, Paginator
 from django.db import connection
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils.functional import cached_property
 
 from evaluations.aggregates import SCORE_SCALES
@@ -211,7 +212,7 @@ _ROW_FIELDS = (
     "example__position",
     "example__external_id",
     "example__query",
-    "example__response",
+    "shown_response",
     "example__tags",
     "status",
     "error",
@@ -223,7 +224,9 @@ _ROW_FIELDS = (
 def item_page(run_id: int, metrics: Sequence[str], query: ItemQuery, page_number: Any) -> Page:
     """One page of the table: Page.object_list is a list of ItemRow (three queries plus the count)."""
     items = item_queryset(run_id, query)
-    paginator = _CountedPaginator(items.values_list(*_ROW_FIELDS), PAGE_SIZE, count=items.order_by().count)
+    paginator = _CountedPaginator(
+        _with_response(items).values_list(*_ROW_FIELDS), PAGE_SIZE, count=items.order_by().count
+    )
     page = paginator.get_page(page_number)
     page.object_list = _rows(list(page.object_list), metrics, with_verdicts=True)
     return page
@@ -243,9 +246,14 @@ class _CountedPaginator(Paginator):
 
 def item_export_rows(run_id: int, metrics: Sequence[str], query: ItemQuery) -> Iterator[ItemRow]:
     """Every matching item, in the table's order, fetched EXPORT_CHUNK_SIZE at a time (for streaming)."""
-    raw = item_queryset(run_id, query).values_list(*_ROW_FIELDS).iterator(chunk_size=EXPORT_CHUNK_SIZE)
+    raw = _with_response(item_queryset(run_id, query)).values_list(*_ROW_FIELDS).iterator(chunk_size=EXPORT_CHUNK_SIZE)
     while chunk := list(islice(raw, EXPORT_CHUNK_SIZE)):
         yield from _rows(chunk, metrics, with_verdicts=False)
+
+
+def _with_response(items: QuerySet[RunItem]) -> QuerySet[RunItem]:
+    """The answer each row shows: a live target's (the item's snapshot) when the run called one, else the dataset's."""
+    return items.annotate(shown_response=Coalesce("target_snapshot__answer", "example__response"))
 
 
 def _rows(raw: list[tuple], metrics: Sequence[str], *, with_verdicts: bool) -> list[ItemRow]:

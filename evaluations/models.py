@@ -24,6 +24,10 @@ class Run(models.Model):
     name = models.CharField(max_length=200, blank=True)
     dataset_version = models.ForeignKey(DatasetVersion, related_name="runs", on_delete=models.PROTECT)
     judge_config = models.ForeignKey(JudgeConfig, related_name="runs", on_delete=models.PROTECT)
+    # A live target the items' answers come from (None: the dataset's stored answers), and its
+    # configuration as the run called it (targets.client.TargetConfig.as_dict; no secret in it).
+    target = models.ForeignKey("targets.Target", related_name="runs", null=True, blank=True, on_delete=models.SET_NULL)
+    target_config = models.JSONField(default=dict, blank=True)
     metrics = models.JSONField(default=list)  # metric names, in order
     settings = models.JSONField(default=dict)  # weights, thresholds, citation pattern, repeats, ...
     status = models.CharField(max_length=24, choices=RunStatus.choices, default=RunStatus.QUEUED, db_index=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db.models import (
@@ -29,12 +29,14 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce
 from django.shortcuts import get_object_or_404
 
-from evaluations.engine import item_input_from_example
+from evaluations.engine import item_input_from_example, item_input_from_snapshot
 from evaluations.item_table import ItemQuery, ItemQueryError, item_queryset, sort_key
 from evaluations.metrics.citation_audit import CitationAudit, audit_item
 from evaluations.metrics.run_settings import resolve_settings
 from evaluations.models import Claim, ItemStatus, MetricResult, RunItem, Verdict, VerdictOverride
 from judges.selectors import judge_calls_for_item
+from targets.models import SnapshotStatus, TargetSnapshot
+from targets.selectors import snapshot_for_item
 
 # Verdicts that make an item worth a person's look before the others.
 DOUBTFUL_VERDICTS = (Verdict.CONTRADICTED, Verdict.NOT_ENOUGH_INFO, Verdict.PARTIALLY_SUPPORTED)
@@ -163,6 +165,8 @@ class ItemReview:
     audit: CitationAudit
     contexts: list[dict[str, Any]]
     judge_calls: list[Any]
+    # A live target's snapshot of this item (what it answered), None when the run scores stored answers.
+    target_snapshot: TargetSnapshot | None = None
 
 
 def item_for_review(run_id: int, item_id: int) -> RunItem:
@@ -187,11 +191,23 @@ def item_results(item_id: int) -> dict[str, MetricResult]:
 
 
 def item_review(item: RunItem) -> ItemReview:
-    """Everything the item page shows, from four queries (results, claims, their history, judge calls)."""
+    """Everything the item page shows, from four queries (results, claims, their history, judge calls) and,
+    for a run with a live target, a fifth (the item's snapshot: its answer and contexts are the ones shown)."""
     example = item.example
-    contexts = [context for context in example.contexts if isinstance(context, dict)]
+    snapshot = snapshot_for_item(item.pk) if item.run.target_config else None
+    if item.run.target_config:
+        answered = snapshot is not None and snapshot.status == SnapshotStatus.OK
+        contexts = list(snapshot.contexts) if answered else []
+        item_input = (
+            item_input_from_snapshot(example, snapshot)
+            if answered
+            else replace(item_input_from_example(example), response="", contexts=())
+        )
+    else:
+        contexts = [context for context in example.contexts if isinstance(context, dict)]
+        item_input = item_input_from_example(example)
     context_ids = [str(context.get("id", "")) for context in contexts]
-    audit = audit_item(item_input_from_example(example), resolve_settings(item.run.settings))
+    audit = audit_item(item_input, resolve_settings(item.run.settings))
     claims = item_claims(item.pk)
     sentences = [
         AnswerSentence(
@@ -226,6 +242,7 @@ def item_review(item: RunItem) -> ItemReview:
         audit=audit,
         contexts=shown_contexts,
         judge_calls=list(judge_calls_for_item(run_item_id=item.pk)),
+        target_snapshot=snapshot,
     )
 
 

@@ -39,6 +39,12 @@ class RunFilters:
         return urlencode({name: value for name, value in vars(self).items() if value})
 
 
+def runs_of_target(target_id: int, limit: int = 10) -> list[Run]:
+    """The latest runs that called a live target (the target page lists them)."""
+    runs = Run.objects.filter(target_id=target_id).select_related("dataset_version__dataset", "judge_config")
+    return list(runs.order_by("-created_at", "-id")[:limit])
+
+
 def _int_or_none(value: str | None) -> int | None:
     return int(value) if value and value.isdigit() else None
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import sys
 
+from evalsite.serving import serve_until_stopped
 from fakellm.server import FakeLLM, FakeServer, load_script
 from fakellm.server import __doc__ as SERVER_DOC
 
@@ -40,14 +39,7 @@ def main(argv: list[str] | None = None) -> None:
             reject_json_mode=args.reject_json_mode,
         ),
     )
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"fakellm listening on {server.url}", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve_until_stopped(server, f"fakellm listening on {server.url}")
 
 
 if __name__ == "__main__":

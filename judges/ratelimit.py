@@ -1,5 +1,9 @@
 """Per-judge-config rate limits: concurrent calls, requests per minute and tokens per minute.
 
+`acquire(config)` is the judges' door; `acquire_slot(scope, limits)` is the primitive under it, which
+live targets (targets/client.py) use with a scope of their own ("target:<id>"), so a target's
+limits are kept apart from every judge's by the same machinery.
+
 Two backends behind one `acquire()`:
 
 - Redis (`settings.REDIS_URL` set): one Lua script checks and records all three limits atomically,
@@ -124,6 +128,14 @@ class Backend(Protocol):
     def reset(self, scope: str) -> None: ...
 
 
+class SlotWaitTimeout(JudgeError):
+    """No slot within the wait allowed (`acquire_slot`'s timeout)."""
+
+
+class SlotWaitCancelled(JudgeCancelled):
+    """`should_stop()` turned true while waiting for a slot."""
+
+
 def acquire(
     config: JudgeConfig,
     *,
@@ -136,18 +148,44 @@ def acquire(
 
     Raises JudgeCancelled when `should_stop()` turns true while waiting, JudgeError after `timeout`.
     """
-    limits = Limits.of(config)
+    return acquire_slot(
+        str(config.pk),
+        Limits.of(config),
+        label=f"judge {config.name!r}",
+        tokens=tokens,
+        should_stop=should_stop,
+        timeout=timeout,
+        lease_seconds=lease_seconds if lease_seconds is not None else 2 * config.timeout_seconds + 10,
+    )
+
+
+def acquire_slot(
+    scope: str,
+    limits: Limits,
+    *,
+    label: str,
+    lease_seconds: float,
+    tokens: int = 0,
+    should_stop: Callable[[], bool] | None = None,
+    timeout: float | None = None,
+) -> Lease:
+    """The shared primitive: block until `limits` admit one more call in `scope`; return its lease.
+
+    `scope` names whose limits these are: a judge config's id (`acquire`), or "target:<id>" for a
+    live target (targets/client.py), so each keeps its own bookkeeping. `label` names it in errors.
+    Raises SlotWaitCancelled when `should_stop()` turns true while waiting, SlotWaitTimeout after `timeout`.
+    """
     if limits.tokens_per_minute:
         tokens = min(tokens, limits.tokens_per_minute)
     backend = None if limits.unlimited else get_backend()
     lease = Lease(
         backend=backend,
-        scope=str(config.pk),
+        scope=scope,
         id=uuid.uuid4().hex,
         limits=limits,
         tokens=tokens,
         window=float(getattr(settings, "JUDGE_RATE_WINDOW_SECONDS", WINDOW_SECONDS)),
-        seconds=lease_seconds if lease_seconds is not None else 2 * config.timeout_seconds + 10,
+        seconds=lease_seconds,
     )
     if backend is None:
         return lease
@@ -164,16 +202,21 @@ def acquire(
         now = time.monotonic()
         if should_stop is not None and now >= next_stop_check:
             if should_stop():
-                raise JudgeCancelled(f"judge {config.name!r}: stopped while waiting for a rate-limit slot")
+                raise SlotWaitCancelled(f"{label}: stopped while waiting for a rate-limit slot")
             next_stop_check = now + STOP_CHECK_SECONDS
         if now >= deadline:
-            raise JudgeError(f"judge {config.name!r}: no rate-limit slot within {timeout:g}s ({limits})")
+            raise SlotWaitTimeout(f"{label}: no rate-limit slot within {timeout:g}s ({limits})")
     return lease
 
 
 def reset(config: JudgeConfig) -> None:
     """Forget the config's recorded calls and leases (after changing its limits, or between tests)."""
-    get_backend().reset(str(config.pk))
+    reset_scope(str(config.pk))
+
+
+def reset_scope(scope: str) -> None:
+    """Forget one scope's recorded calls and leases (`acquire_slot`'s scope)."""
+    get_backend().reset(scope)
 
 
 _backends: dict[str, Backend] = {}

@@ -160,6 +160,10 @@ def _setting_values(run: Run, prompts: Mapping[int, Mapping[str, str]]) -> dict[
         "temperature": judge.temperature,
         "dataset_version": run.dataset_version.number,
         "metrics": ", ".join(run.metrics),
+        # where the answers came from: the dataset's stored answers, or a live target's (as the run called it)
+        "answers": f"target {run.target_config['name']} ({run.target_config['url']})"
+        if run.target_config
+        else "dataset",
     }
     values |= {f"{PROMPT_PREFIX}{metric}": version for metric, version in sorted(prompts.get(run.pk, {}).items())}
     values |= _flatten(run.settings)

@@ -19,6 +19,8 @@ from evaluations.comparison.common import (
     settings_diff,
 )
 from evaluations.models import Claim, ItemStatus, MetricResult, Run, RunItem
+from targets.models import SnapshotStatus, TargetSnapshot
+from targets.selectors import snapshots_for_items
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class ItemSide:
     overall_score: float | None
     results: dict[str, dict[str, Any]]  # metric → score, passed, feedback, prompt_version
     claims: list[ClaimRow]
+    answered_by: str = "dataset"  # or "target <name>": the run called a live target for its answers
+    target_latency_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -89,10 +93,16 @@ def compare_item(base: Run | int, candidate: Run | int, external_id: str) -> Ite
     for claim in Claim.objects.filter(item_id__in=item_ids).order_by("item_id", "position"):
         claims[claim.item_id].append(claim)
 
+    with_target = bool(base_run.target_config or candidate_run.target_config)
+    snapshots = snapshots_for_items(item_ids) if with_target else {}  # one more query only when a target answered
     texts = {run_id: {claim.text for claim in claims[item.pk]} for run_id, item in items.items()}
     other = {base_run.pk: texts.get(candidate_run.pk, set()), candidate_run.pk: texts.get(base_run.pk, set())}
+    runs = {base_run.pk: base_run, candidate_run.pk: candidate_run}
     sides = {
-        run_id: _item_side(item, results[item.pk], claims[item.pk], other[run_id]) for run_id, item in items.items()
+        run_id: _item_side(
+            item, results[item.pk], claims[item.pk], other[run_id], runs[run_id].target_config, snapshots.get(item.pk)
+        )
+        for run_id, item in items.items()
     }
     return ItemDiff(
         external_id=external_id,
@@ -108,17 +118,29 @@ def compare_item(base: Run | int, candidate: Run | int, external_id: str) -> Ite
 
 
 def _item_side(
-    item: RunItem, results: Mapping[str, MetricResult], claims: list[Claim], other_texts: set[str]
+    item: RunItem,
+    results: Mapping[str, MetricResult],
+    claims: list[Claim],
+    other_texts: set[str],
+    target_config: Mapping[str, Any],
+    snapshot: TargetSnapshot | None,
 ) -> ItemSide:
+    """One run's side; a run with a live target shows what the target answered (its snapshot), not the dataset."""
     example = item.example
+    response, contexts = example.response, example.contexts
+    if target_config:
+        answered = snapshot is not None and snapshot.status == SnapshotStatus.OK
+        response, contexts = (snapshot.answer, snapshot.contexts) if answered else ("", [])
     return ItemSide(
+        answered_by=f"target {target_config['name']}" if target_config else "dataset",
+        target_latency_ms=snapshot.latency_ms if snapshot is not None else None,
         item_id=item.pk,
         run_id=item.run_id,
         status=item.status,
         error=item.error,
         query=example.query,
-        response=example.response,
-        contexts=example.contexts,
+        response=response,
+        contexts=contexts,
         reference_answer=example.reference_answer,
         overall_score=item.overall_score,
         results={

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('evaluations', '0003_review_fields'),
+        ('evaluations', '0004_run_target'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -44,6 +44,9 @@ from evaluations.services.enqueue import ITEMS_PER_TASK, items_send, run_start_o
 from evaluations.signals import run_finished
 from evaluations.sql import items_mark_enqueued, run_review_stats
 from judges.models import JudgeConfig
+from targets.models import Target
+from targets.selectors import run_target_summary
+from targets.services import snapshots_discard_errors, target_config_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -88,9 +91,12 @@ def run_create(
     name: str = "",
     user: Any = None,
     enqueue: bool = True,
+    target: Target | None = None,
 ) -> Run:
     """Store a queued run and (with `enqueue`) hand it to the workers once the transaction commits.
 
+    With a live `target`, each item's answer, contexts and retrieved ids come from calling it; the run
+    keeps a snapshot of the target's configuration (what it called, whatever later edits change).
     Raises ValueError naming the bad parameter (`metrics`, or the settings key), PermissionDenied
     when `user` (a person; None for the system: commands, tasks) is not a reviewer or admin.
     """
@@ -101,6 +107,8 @@ def run_create(
         name=name[:200],
         dataset_version=dataset_version,
         judge_config=judge_config,
+        target=target,
+        target_config=target_config_snapshot(target) if target is not None else {},
         metrics=names,
         settings=resolved,
         items_total=dataset_version.item_count,
@@ -240,6 +248,8 @@ def build_aggregates(run: Run, *, finished_at: Any = None) -> dict[str, Any]:
         "output_tokens": run.output_tokens,
         "cost": float(run.cost),
     }
+    if run.target_config:
+        aggregates["target"] = run_target_summary(run.pk)
     aggregates["wall_seconds"] = round((end - run.started_at).total_seconds(), 3) if run.started_at else None
     # the judge's figures beside the reviewed ones (see services.overrides)
     aggregates["review"] = review_summary(run_review_stats(run.pk, []))
@@ -313,6 +323,7 @@ def run_rerun_failed(*, run: Run, user: Any = None) -> int:
     item_ids = list(RunItem.objects.filter(run_id=run.pk, status=ItemStatus.ERROR).values_list("id", flat=True))
     MetricResult.objects.filter(item_id__in=item_ids).delete()
     Claim.objects.filter(item_id__in=item_ids).delete()
+    snapshots_discard_errors(item_ids=item_ids)  # a failed target call is asked again
     RunItem.objects.filter(pk__in=item_ids).update(
         status=ItemStatus.PENDING,
         error="",

@@ -30,6 +30,7 @@ from evaluations.selectors import run_progress
 from evaluations.services import runs as run_services
 from evaluations.views.audits import calibration_context
 from judges import selectors as judge_selectors
+from targets.selectors import run_target_summary
 
 RUNS_PER_PAGE = 25
 PROGRESS_TARGET = "run-progress"
@@ -70,6 +71,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
                 settings=form.run_settings(),
                 name=form.cleaned_data["name"],
                 user=request.user,
+                target=form.cleaned_data["target"],
             )
         except SettingsError as exc:
             form.add_settings_error(exc.key, str(exc))
@@ -159,6 +161,8 @@ def _page_context(request: HttpRequest, run: Run) -> dict:
         "tag_stats": sorted(aggregates.get("tags", {}).items()),
         "histograms": histograms,
         "reviews": run_selectors.run_review_counts(run.pk),
+        # a live target's latency and errors: final in the aggregates, read live while the run goes on
+        "target_summary": aggregates.get("target") or (run_target_summary(run.pk) if run.target_config else None),
         "can_control": can_control,
         "can_cancel": can_control and run.status in (RunStatus.QUEUED, RunStatus.RUNNING),
         "can_resume": can_control and run.status == RunStatus.CANCELLED,

@@ -79,6 +79,20 @@ class FakeLLM:
         return httpx.get(self.url.removesuffix("/v1") + "/stats", timeout=5).json()
 
 
+def start_server_process(
+    command: list[str], started: list[subprocess.Popen], env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, str]:
+    """Start a test server (fakellm, evalsite.demo_rag) that prints its URL first; the process and that URL."""
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    started.append(process)
+    line = process.stdout.readline()  # type: ignore[union-attr]
+    match = re.search(r"https?://\S+", line)
+    if not match:
+        process.kill()
+        raise RuntimeError(f"{' '.join(command[1:3])} did not start: {line!r}")
+    return process, match.group(0)
+
+
 @pytest.fixture
 def fake_llm() -> Iterator[Callable[..., FakeLLM]]:
     """Start `python -m fakellm` with the given options; returns its /v1 URL and process."""
@@ -87,14 +101,8 @@ def fake_llm() -> Iterator[Callable[..., FakeLLM]]:
     def start(*options: str, latency_ms: int = 20) -> FakeLLM:
         command = [PYTHON, "-m", "fakellm", "--port", "0", "--latency-ms", str(latency_ms)]
         command += ["--jitter-ms", "0", *options]
-        process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        started.append(process)
-        line = process.stdout.readline()  # type: ignore[union-attr]
-        match = re.search(r"https?://\S+", line)
-        if not match:
-            process.kill()
-            raise RuntimeError(f"fake LLM server did not start: {line!r}")
-        url = match.group(0).rstrip("/")
+        process, url = start_server_process(command, started)
+        url = url.rstrip("/")
         return FakeLLM(url=url if url.endswith("/v1") else f"{url}/v1", process=process)
 
     yield start

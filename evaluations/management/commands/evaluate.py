@@ -1,8 +1,11 @@
 """`manage.py evaluate`: start a run from a CI pipeline (or a laptop) and gate on its scores.
 
     manage.py evaluate --dataset NAME[@VERSION] --judge NAME --metrics faithfulness,relevancy
-        [--run-settings JSON] [--name NAME] [--wait | --in-process [--workers N]]
+        [--target NAME] [--run-settings JSON] [--name NAME] [--wait | --in-process [--workers N]]
         [--fail-under faithfulness=0.8,overall=0.7] [--allow-errors] [--json PATH]
+
+With `--target`, each item's answer, contexts and retrieved ids come from calling that live target
+(targets app); the dataset's reference answers and expected context ids still drive the metrics.
 
 By default the run is queued for the Celery workers; `--wait` follows it to the end.
 `--in-process` executes it here with the engine the workers use (a thread pool of the judge's
@@ -37,6 +40,8 @@ from evaluations.selectors import run_progress
 from evaluations.services import executor, runs
 from judges.models import JudgeConfig
 from judges.selectors import judge_config_get, judge_config_list
+from targets.models import Target
+from targets.selectors import target_get, target_names, target_summary_line
 
 EXIT_PASSED, EXIT_BAR_FAILED, EXIT_ERROR = GATE_PASSED, GATE_BAR_FAILED, GATE_ERROR
 POLL_SECONDS = 0.5
@@ -112,6 +117,7 @@ class Command(BaseCommand):
         parser.add_argument("--dataset", required=True, help="NAME or NAME@VERSION (default: the latest version)")
         parser.add_argument("--judge", required=True, help="name of a judge config")
         parser.add_argument("--metrics", required=True, help="comma-separated metric names")
+        parser.add_argument("--target", default=None, help="name of a live target to call for each item's answer")
         # Not --settings: manage.py itself reads that one as the Django settings module.
         parser.add_argument("--run-settings", default=None, help="run settings as JSON, e.g. '{\"repeats\": 3}'")
         parser.add_argument("--name", default="", help="a name for the run")
@@ -135,6 +141,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         version = self._dataset_version(options["dataset"])
         judge = self._judge(options["judge"])
+        target = self._target(options["target"])
         metrics = self._metrics(options["metrics"])
         run_settings = self._settings(options["run_settings"])
         bars = self._bars(options["fail_under"], metrics)
@@ -148,9 +155,13 @@ class Command(BaseCommand):
             settings=run_settings,
             name=options["name"] or f"evaluate {version}",
             enqueue=not options["in_process"],
+            target=target,
         )
         label = " (offline heuristic, not an LLM)" if judge.is_heuristic else ""
-        self.stdout.write(f"run {run.pk}: {version} with judge {judge.name}{label}, metrics {', '.join(metrics)}")
+        called = f", answers from target {target.name} ({target.url})" if target is not None else ""
+        self.stdout.write(
+            f"run {run.pk}: {version} with judge {judge.name}{label}, metrics {', '.join(metrics)}{called}"
+        )
         bar = ProgressBar(self.stderr._out, run.pk, enabled=not options["no_progress"])
         try:
             if options["in_process"]:
@@ -187,6 +198,15 @@ class Command(BaseCommand):
             known = ", ".join(judge_config_list().values_list("name", flat=True)[:20]) or "none"
             raise CommandError(f"--judge: unknown judge {name!r} (known: {known})", returncode=EXIT_ERROR)
         return judge
+
+    def _target(self, name: str | None) -> Target | None:
+        if name is None:
+            return None
+        target = target_get(name)
+        if target is None:
+            known = ", ".join(target_names()[:20]) or "none; create one with manage.py create_target"
+            raise CommandError(f"--target: unknown target {name!r} (known: {known})", returncode=EXIT_ERROR)
+        return target
 
     def _metrics(self, text: str) -> list[str]:
         try:
@@ -245,6 +265,8 @@ class Command(BaseCommand):
             f"{run.judge_calls} judge calls, {run.cache_hits} cached, cost {run.cost}"
             + (f", {wall:.1f} s" if wall is not None else "")
         )
+        if aggregates.get("target"):
+            self.stdout.write(target_summary_line(aggregates["target"]))
         verdict = run_gate(run, bars, allow_errors=options["allow_errors"])
         results, problem, exit_code = verdict.results, verdict.problem, verdict.exit_code
         for result in results:
