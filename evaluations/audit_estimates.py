@@ -175,7 +175,12 @@ def calibrated_comparison(base_run_id: int, candidate_run_id: int) -> dict[str, 
     score the same examples, whose judge scores usually correlate positively: treating the two
     estimates as independent then makes the interval wider, not narrower, than it could be.
     """
-    base, candidate = run_calibration(base_run_id), run_calibration(candidate_run_id)
+    return compare_calibrations(run_calibration(base_run_id), run_calibration(candidate_run_id))
+
+
+def compare_calibrations(base: dict[str, Any] | None, candidate: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`calibrated_comparison` of two `run_calibration` results already read (the comparison page shows
+    both audits' progress when they are not both calibrated)."""
     if base is None or candidate is None or not base["status"] == candidate["status"] == CALIBRATED:
         return None
     metrics = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django import template
@@ -30,8 +31,8 @@ def pvalue(value: float | None) -> str:
 
 @register.filter
 def interval(estimate: Any, digits: int = 3) -> str:
-    """ "[−0.051, −0.012]" from an object with ci_low / ci_high; an en dash without an interval."""
-    low, high = getattr(estimate, "ci_low", None), getattr(estimate, "ci_high", None)
+    """ "[−0.051, −0.012]" from an object or a dict with ci_low / ci_high; an en dash without an interval."""
+    low, high = _bounds(estimate)
     if low is None or high is None:
         return "–"
     return f"[{signed(low, digits)}, {signed(high, digits)}]"
@@ -39,11 +40,17 @@ def interval(estimate: Any, digits: int = 3) -> str:
 
 @register.filter
 def plain_interval(estimate: Any, digits: int = 2) -> str:
-    """ "[0.12, 0.78]": an interval of a figure that is not a delta (κ), without signs."""
-    low, high = getattr(estimate, "ci_low", None), getattr(estimate, "ci_high", None)
+    """ "[0.12, 0.78]": an interval of a figure that is not a delta (κ, a calibrated mean), without signs."""
+    low, high = _bounds(estimate)
     if low is None or high is None:
         return "–"
     return f"[{low:.{int(digits)}f}, {high:.{int(digits)}f}]".replace("-", "−")
+
+
+def _bounds(estimate: Any) -> tuple[float | None, float | None]:
+    if isinstance(estimate, Mapping):
+        return estimate.get("ci_low"), estimate.get("ci_high")
+    return getattr(estimate, "ci_low", None), getattr(estimate, "ci_high", None)
 
 
 @register.filter

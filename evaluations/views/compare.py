@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 
 from evaluations import compare_selectors as selectors
 from evaluations.analysis_charts import scatter_html
+from evaluations.audit_estimates import compare_calibrations, run_calibration
 from evaluations.compare_selectors import CompareParamError
 from evaluations.comparison import ComparisonError, UnknownExample, UnknownRun, compare_item, run_compare
 
@@ -43,6 +44,7 @@ def compare_runs(request: HttpRequest) -> HttpResponse:
     except CompareParamError as exc:
         return _pick(request, base_id=base_id, candidate_id=candidate_id, error=str(exc), status=400)
     view = selectors.metric_view(comparison, metric)
+    calibrations = {"base": run_calibration(base_id), "candidate": run_calibration(candidate_id)}
     pair = urlencode({"base": base_id, "candidate": candidate_id})
     context = {
         "comparison": comparison,
@@ -64,6 +66,12 @@ def compare_runs(request: HttpRequest) -> HttpResponse:
         "more_in_base": max(0, len(comparison.only_in_base) - selectors.UNMATCHED_SHOWN),
         "more_in_candidate": max(0, len(comparison.only_in_candidate) - selectors.UNMATCHED_SHOWN),
         "differing_settings": [row for row in comparison.settings.rows if row.differs],
+        "calibrations": calibrations,
+        "calibrated": compare_calibrations(calibrations["base"], calibrations["candidate"]),
+        "roles": [
+            ("base", {"id": base_id, "calibration": calibrations["base"]}),
+            ("candidate", {"id": candidate_id, "calibration": calibrations["candidate"]}),
+        ],
     }
     return render(request, "evaluations/compare.html", context)
 

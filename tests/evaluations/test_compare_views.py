@@ -230,8 +230,8 @@ def test_anonymous_visitors_are_sent_to_the_login(client, db, url) -> None:
 
 def test_the_comparison_page_query_count_does_not_grow_with_the_runs(viewer, runs, django_assert_num_queries) -> None:
     base, candidate = runs
-    # session, user, then run_compare's 3 queries (runs, items, results)
-    with django_assert_num_queries(5):
+    # session, user, run_compare's 3 queries (runs, items, results), each run's audit (none here)
+    with django_assert_num_queries(7):
         response = viewer.get(COMPARE, {"base": base.pk, "candidate": candidate.pk})
     assert response.status_code == 200
     with django_assert_num_queries(7):  # compare_item's 5
@@ -246,3 +246,45 @@ def test_the_run_page_offers_compare_with_and_a_base_alone_must_exist(viewer, ru
 
     assert f'id="compare-with" href="/runs/compare/?base={base.pk}"' in run_page
     assert unknown.status_code == 404 and "base: no run with id 999999" in text(unknown)
+
+
+def test_the_calibrated_comparison_shows_each_audits_progress_then_the_calibrated_delta(make_user) -> None:
+    from bench.seed_review import seed_finished_run
+    from evaluations.audit_estimates import calibrated_comparison
+    from evaluations.models import AuditItem, Claim
+    from evaluations.services import audits
+    from evaluations.services import overrides as review_services
+
+    # given two finished runs of one dataset, the base audited on 30 items, the candidate on 12
+    reviewer = make_user("rita", role="reviewer")
+    base = seed_finished_run(items=40, claims=1, name="cal")
+    candidate = seed_finished_run(items=40, claims=1, name="cal", judge=base.judge_config)
+
+    def audit(run, audited: int) -> None:
+        audits.audit_start(run=run, size=40, seed=3, user=reviewer)
+        for entry in AuditItem.objects.filter(audit__run=run).order_by("position")[:audited]:
+            for claim in Claim.objects.filter(item_id=entry.item_id):
+                review_services.claim_confirm(claim=claim, reviewer=reviewer)
+
+    client = Client()
+    client.force_login(reviewer)
+    params = {"base": base.pk, "candidate": candidate.pk}
+    audit(base, 30)
+    audit(candidate, 12)
+
+    # when the candidate's audit is not far enough, then the card shows progress, not a figure
+    page = text(client.get(COMPARE, params))
+    assert f"base #{base.pk}: 30 / 40 audited" in page and f"candidate #{candidate.pk}: 12 / 40 audited" in page
+    assert "Base, calibrated" not in page
+
+    # when both are calibrated, then the calibrated delta and its interval are shown
+    for entry in AuditItem.objects.filter(audit__run=candidate).order_by("position")[12:30]:
+        for claim in Claim.objects.filter(item_id=entry.item_id):
+            review_services.claim_confirm(claim=claim, reviewer=reviewer)
+    response = client.get(COMPARE, params)
+    page = text(response)
+    expected = calibrated_comparison(base.pk, candidate.pk)["metrics"]["faithfulness"]
+    row = re.search(r'<tr data-calibrated="faithfulness">(.*?)</tr>', response.content.decode(), re.S)
+    assert row, page
+    assert f"{expected['base']['mean']:.3f}" in row[1] and f"{expected['candidate']['mean']:.3f}" in row[1]
+    assert ("significant" in row[1]) and "Base, calibrated" in page
