@@ -106,7 +106,8 @@ def pk(run: Run | int) -> int:
 
 
 def prompt_versions(run_ids: Iterable[int]) -> dict[int, dict[str, str]]:
-    """Per run, per metric: its prompt versions, "; "-joined (more than one if it changed mid-run)."""
+    """Per run, per metric: the prompt versions it used, e.g. "claim_extraction@1,claim_verification@1"
+    (both versions of a prompt if it changed mid-run)."""
     rows = (
         MetricResult.objects.filter(item__run_id__in=list(run_ids))
         .exclude(prompt_version="")
@@ -118,12 +119,14 @@ def prompt_versions(run_ids: Iterable[int]) -> dict[int, dict[str, str]]:
 
 
 def joined_versions(rows: Iterable[tuple[int, str, str]]) -> dict[int, dict[str, str]]:
+    """The union of the prompts each metric used in a run. An item records only the prompts it called
+    ("claim_extraction@1" alone when no claim was found to verify), so the union, not the distinct
+    combinations, says which prompts the run ran: two runs of the same prompts compare equal."""
     versions: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for run_id, metric, version in rows:
-        if version:
-            versions[run_id][metric].add(version)
+        versions[run_id][metric].update(part.strip() for part in version.split(",") if part.strip())
     return {
-        run_id: {metric: "; ".join(sorted(found)) for metric, found in by_metric.items()}
+        run_id: {metric: ",".join(sorted(found)) for metric, found in by_metric.items() if found}
         for run_id, by_metric in versions.items()
     }
 

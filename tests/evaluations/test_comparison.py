@@ -231,3 +231,32 @@ def test_compare_item_of_an_example_in_one_run_only(item_runs) -> None:
 def test_compare_item_of_an_unknown_example_is_refused(item_runs) -> None:
     with pytest.raises(ComparisonError, match="'q-99' is in neither run"):
         compare_item(*item_runs, "q-99")
+
+
+def test_runs_of_the_same_prompts_compare_equal_when_some_items_called_fewer_of_them(version, offline_judge) -> None:
+    # given two runs of the same prompts, where one item of the candidate found no claim to verify
+    from evaluations.models import MetricResult
+
+    scores = {"q-1": {"faithfulness": 1.0, "relevancy": 1.0}, "q-2": {"faithfulness": 1.0, "relevancy": 1.0}}
+    both = {"faithfulness": "claim_extraction@1,claim_verification@1"}
+    base = scored_run(version, offline_judge, scores, prompt_versions=both)
+    candidate = scored_run(version, offline_judge, scores, prompt_versions=both)
+    MetricResult.objects.filter(item__run=candidate, item__example__external_id="q-2", metric="faithfulness").update(
+        prompt_version="claim_extraction@1"
+    )
+
+    # when they are compared
+    settings = run_compare(base, candidate).settings
+
+    # then no prompt differs; a real change of version still does
+    assert not settings.judges_or_prompts_differ, settings.warning
+    MetricResult.objects.filter(item__run=candidate, metric="faithfulness").update(
+        prompt_version="claim_extraction@2,claim_verification@1"
+    )
+    changed = run_compare(base, candidate).settings
+    assert changed.judges_or_prompts_differ
+    row = next(row for row in changed.rows if row.key == "prompt.faithfulness")
+    assert (row.base, row.candidate) == (
+        "claim_extraction@1,claim_verification@1",
+        "claim_extraction@2,claim_verification@1",
+    )
