@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from django.utils.safestring import SafeString, mark_safe
 
+from evaluations.aggregates import SCORE_SCALES
 from evaluations.charts import ACCENT, PLOT_CONFIG
 from evaluations.models import shorten
 
@@ -72,8 +73,10 @@ class TrendSeries:
 
 def trend_html(series: Sequence[TrendSeries], div_id: str) -> SafeString:
     """A line per metric over the runs; plain dicts without Plotly's validation (~15 ms a figure saved:
-    the dashboard draws one per dataset)."""
+    the dashboard draws one per dataset). Scores in 0..1 share the left axis; a metric on another scale
+    (correctness, 1..5) gets the right axis, so it neither squashes the others nor reads as a ratio."""
     traces = []
+    other_scales = {entry.metric: SCORE_SCALES[entry.metric] for entry in series if entry.metric in SCORE_SCALES}
     for index, entry in enumerate(series):
         colour = SERIES_COLOURS[index % len(SERIES_COLOURS)]
         has_errors = any(value is not None for value in entry.errors)
@@ -96,19 +99,34 @@ def trend_html(series: Sequence[TrendSeries], div_id: str) -> SafeString:
                 },
                 "text": entry.hovers,
                 "hovertemplate": "<b>%{fullData.name}: %{y:.3f}</b><br>%{text}<extra></extra>",
+                "yaxis": "y2" if entry.metric in other_scales else "y",
             }
         )
     layout = {
         "height": 260,
-        "margin": {"l": 44, "r": 12, "t": 8, "b": 36},
+        "margin": {"l": 56, "r": 12, "t": 8, "b": 36},
         "plot_bgcolor": "#ffffff",
         "paper_bgcolor": "#ffffff",
         "font": _FONT,
         "hovermode": "closest",
         "legend": {"orientation": "h", "y": -0.22, "x": 0},
         "xaxis": {"type": "date", "showgrid": False, "linecolor": AXIS},
-        "yaxis": {"gridcolor": GRID, "zeroline": False},
+        "yaxis": {"gridcolor": GRID, "zeroline": False, "range": [-0.03, 1.03], "title": {"text": "score (0–1)"}},
     }
+    if other_scales:
+        low = min(scale[0] for scale in other_scales.values())
+        high = max(scale[1] for scale in other_scales.values())
+        names = ", ".join(name.replace("_", " ") for name in other_scales)
+        pad = (high - low) * 0.03
+        layout["yaxis2"] = {
+            "overlaying": "y",
+            "side": "right",
+            "range": [low - pad, high + pad],
+            "showgrid": False,
+            "zeroline": False,
+            "title": {"text": f"{names} ({low:g}–{high:g})"},
+        }
+        layout["margin"]["r"] = 56
     return _dict_html({"data": traces, "layout": layout}, 260, div_id)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, timedelta
 from decimal import Decimal
 
 import pytest
@@ -175,3 +175,22 @@ def test_the_dashboard_query_count_is_fixed(
     assert response.status_code == 200 and response.content.decode().count('class="card dash-trend"') == 2
     with django_assert_num_queries(4):  # the polled fragment: session, user, runs, backlog
         viewer.get("/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="recent-runs")
+
+
+def test_a_metric_on_another_scale_gets_the_right_axis_of_the_trend() -> None:
+    import json
+    from datetime import datetime
+
+    from evaluations.analysis_charts import TrendSeries, trend_html
+
+    moments = [datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=UTC)]
+    series = [
+        TrendSeries("faithfulness", moments, [0.7, 0.8], [None, None], ["a", "b"]),
+        TrendSeries("correctness", moments, [3.5, 4.0], [None, None], ["a", "b"]),
+    ]
+
+    page = str(trend_html(series, "trend-1"))
+
+    traces = json.loads(re.search(r'Plotly\.newPlot\(\s*"trend-1",\s*(\[.*?\]),\s*\{', page, re.S).group(1))
+    assert [trace["yaxis"] for trace in traces] == ["y", "y2"]
+    assert '"side":"right"' in page.replace(" ", "") and "correctness (1\\u20135)" in page
