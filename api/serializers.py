@@ -151,8 +151,37 @@ class JudgeSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class JudgeInputSerializer(serializers.Serializer):
+class ConfigInputSerializer(serializers.Serializer):
+    """Creating (every required field) or changing (PATCH: any but the name) a named configuration:
+    an unknown field is a 400 naming it (`refused`: with its own message), and so is a new name."""
+
+    editable_fields: tuple[str, ...] = ()
+    refused: dict[str, str] = {}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            for name in unknown:
+                if name in self.refused:
+                    raise serializers.ValidationError({name: [self.refused[name]]})
+            if unknown:
+                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if self.partial and "name" in attrs:
+            raise serializers.ValidationError({"name": ["cannot be changed"]})
+        return attrs
+
+    def changes(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        return {field: value for field, value in attrs.items() if field in self.editable_fields}
+
+
+class JudgeInputSerializer(ConfigInputSerializer):
     """Creating (every required field) or changing (PATCH: any of them) a judge. Never the key itself."""
+
+    editable_fields = EDITABLE_FIELDS
+    refused = {"api_key": "is never accepted: set api_key_env to the name of the variable that holds the key"}
 
     name = serializers.CharField(max_length=100)
     provider = serializers.ChoiceField(choices=Provider.choices)
@@ -167,26 +196,6 @@ class JudgeInputSerializer(serializers.Serializer):
     tokens_per_minute = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=2**31 - 1)
     input_price_per_million = serializers.DecimalField(max_digits=10, decimal_places=4, required=False)
     output_price_per_million = serializers.DecimalField(max_digits=10, decimal_places=4, required=False)
-
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if "api_key" in unknown:
-                raise serializers.ValidationError(
-                    {"api_key": ["is never accepted: set api_key_env to the name of the variable that holds the key"]}
-                )
-            if unknown:
-                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-        return super().to_internal_value(data)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if self.partial and "name" in attrs:
-            raise serializers.ValidationError({"name": ["cannot be changed"]})
-        return attrs
-
-    @staticmethod
-    def changes(attrs: dict[str, Any]) -> dict[str, Any]:
-        return {field: value for field, value in attrs.items() if field in EDITABLE_FIELDS}
 
 
 class JudgeCheckSerializer(serializers.Serializer):
@@ -239,9 +248,11 @@ class TargetSerializer(serializers.Serializer):
         return absolute(self.context, reverse("targets:detail", args=[target.pk]))
 
 
-class TargetInputSerializer(serializers.Serializer):
+class TargetInputSerializer(ConfigInputSerializer):
     """Creating (name and url required) or changing (PATCH: any field but the name) a target.
     The service validates the rest (URL, headers, template, mapping) and its errors name the field."""
+
+    editable_fields = TARGET_EDITABLE_FIELDS
 
     name = serializers.CharField(max_length=100)
     url = serializers.CharField(max_length=500)
@@ -260,24 +271,11 @@ class TargetInputSerializer(serializers.Serializer):
     requests_per_minute = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
 
     def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
         attrs = super().to_internal_value(data)
         nul = [name for name in ("headers", "request_template", "response_mapping") if _has_nul(attrs.get(name))]
         if nul:
             raise serializers.ValidationError({name: ["must not contain a NUL character"] for name in nul})
         return attrs
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if self.partial and "name" in attrs:
-            raise serializers.ValidationError({"name": ["cannot be changed"]})
-        return attrs
-
-    @staticmethod
-    def changes(attrs: dict[str, Any]) -> dict[str, Any]:
-        return {field: value for field, value in attrs.items() if field in TARGET_EDITABLE_FIELDS}
 
 
 class TargetCheckInputSerializer(serializers.Serializer):
