@@ -283,3 +283,21 @@ def test_a_run_with_a_target_reads_back_its_latency_and_each_items_snapshot(
     # a run of stored answers has no target and no snapshot
     stored = reviewer_api.post("/api/runs/", body, format="json").json()
     assert stored["target"] is None
+
+
+@pytest.mark.slow
+def test_the_ci_gate_script_starts_a_run_with_a_target(live_server, make_user, rag, offline, tmp_path) -> None:
+    from api.services import token_create
+    from tests.api.test_flow import jsonl, run_script
+
+    key = token_create(user=make_user("ci", role="admin")).key
+    data = tmp_path / "questions.jsonl"
+    data.write_bytes(jsonl(2))
+    common = ["--file", str(data), "--dataset", "ci", "--judge", offline.name, "--metrics", "faithfulness"]
+    common += ["--fail-under", "overall=0", "--timeout", "0"]
+
+    unknown = run_script(live_server, key, *common, "--target", "nope")
+    assert unknown.returncode == 2 and "target: unknown target 'nope'" in unknown.stderr, unknown.stderr
+    started = run_script(live_server, key, *common, "--target", "rag")  # no worker: still queued after 0 s
+    assert started.returncode == 2 and "started run" in started.stdout, started.stdout + started.stderr
+    assert Run.objects.get().target == rag
