@@ -108,6 +108,21 @@ AGGREGATES_SCHEMA = {
             },
         },
         "wall_seconds": _NUMBER,
+        "target": {
+            "type": "object",
+            "description": "Runs with a live target only: its calls (one per item, retries counted in attempts), "
+            "the items it failed, and the latency of its answering calls in ms (null when none answered).",
+            "properties": {
+                "calls": _INT,
+                "attempts": _INT,
+                "answered": _INT,
+                "errors": _INT,
+                "latency_ms": {
+                    "type": "object",
+                    "properties": {"p50": _NUMBER, "p95": _NUMBER, "max": _NUMBER, "mean": _NUMBER},
+                },
+            },
+        },
         "review": {
             "type": "object",
             "description": "The judge's figures beside the reviewed ones.",
@@ -120,6 +135,21 @@ AGGREGATES_SCHEMA = {
     },
 }
 JSON_VALUE_SCHEMA = {"description": "Any JSON value.", "nullable": True}
+TARGET_HEADERS_SCHEMA = {
+    "type": "object",
+    "description": 'Header name → a literal (non-secret) value, or {"env": "VARIABLE", "format": "Bearer {}"}: '
+    "the *name* of the environment variable holding a secret value, never the value itself.",
+    "additionalProperties": {
+        "oneOf": [
+            {"type": "string"},
+            {
+                "type": "object",
+                "properties": {"env": {"type": "string"}, "format": {"type": "string"}},
+                "required": ["env"],
+            },
+        ]
+    },
+}
 JSON_OBJECT_SCHEMA = {"type": "object", "additionalProperties": JSON_VALUE_SCHEMA}
 
 

@@ -10,12 +10,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from api.models import CallbackStatus
-from api.schema import AGGREGATES_SCHEMA, JSON_OBJECT_SCHEMA, JSON_VALUE_SCHEMA
+from api.schema import AGGREGATES_SCHEMA, JSON_OBJECT_SCHEMA, JSON_VALUE_SCHEMA, TARGET_HEADERS_SCHEMA
 from datasets.parsing import FORMATS
 from evaluations.models import ItemStatus, RunStatus, Verdict
 from evaluations.reports import summary_rows
 from judges.models import Provider
 from judges.services import EDITABLE_FIELDS
+from targets.models import Method, SnapshotStatus
+from targets.services import EDITABLE_FIELDS as TARGET_EDITABLE_FIELDS
 
 
 @extend_schema_field(AGGREGATES_SCHEMA)
@@ -149,8 +151,37 @@ class JudgeSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class JudgeInputSerializer(serializers.Serializer):
+class ConfigInputSerializer(serializers.Serializer):
+    """Creating (every required field) or changing (PATCH: any but the name) a named configuration:
+    an unknown field is a 400 naming it (`refused`: with its own message), and so is a new name."""
+
+    editable_fields: tuple[str, ...] = ()
+    refused: dict[str, str] = {}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            for name in unknown:
+                if name in self.refused:
+                    raise serializers.ValidationError({name: [self.refused[name]]})
+            if unknown:
+                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if self.partial and "name" in attrs:
+            raise serializers.ValidationError({"name": ["cannot be changed"]})
+        return attrs
+
+    def changes(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        return {field: value for field, value in attrs.items() if field in self.editable_fields}
+
+
+class JudgeInputSerializer(ConfigInputSerializer):
     """Creating (every required field) or changing (PATCH: any of them) a judge. Never the key itself."""
+
+    editable_fields = EDITABLE_FIELDS
+    refused = {"api_key": "is never accepted: set api_key_env to the name of the variable that holds the key"}
 
     name = serializers.CharField(max_length=100)
     provider = serializers.ChoiceField(choices=Provider.choices)
@@ -166,31 +197,169 @@ class JudgeInputSerializer(serializers.Serializer):
     input_price_per_million = serializers.DecimalField(max_digits=10, decimal_places=4, required=False)
     output_price_per_million = serializers.DecimalField(max_digits=10, decimal_places=4, required=False)
 
-    def to_internal_value(self, data: Any) -> Any:
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if "api_key" in unknown:
-                raise serializers.ValidationError(
-                    {"api_key": ["is never accepted: set api_key_env to the name of the variable that holds the key"]}
-                )
-            if unknown:
-                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-        return super().to_internal_value(data)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if self.partial and "name" in attrs:
-            raise serializers.ValidationError({"name": ["cannot be changed"]})
-        return attrs
-
-    @staticmethod
-    def changes(attrs: dict[str, Any]) -> dict[str, Any]:
-        return {field: value for field, value in attrs.items() if field in EDITABLE_FIELDS}
-
 
 class JudgeCheckSerializer(serializers.Serializer):
     ok = serializers.BooleanField()
     message = serializers.CharField()
     latency_ms = serializers.IntegerField(allow_null=True)
+
+
+# --- Live targets ------------------------------------------------------------------------------
+
+
+@extend_schema_field(TARGET_HEADERS_SCHEMA)
+class TargetHeadersField(serializers.JSONField):
+    pass
+
+
+def _has_nul(value: Any) -> bool:
+    """A NUL character anywhere in a JSON value (PostgreSQL's jsonb cannot store one)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
+
+
+class TargetSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    url = serializers.CharField()
+    method = serializers.ChoiceField(choices=Method.choices)
+    headers = TargetHeadersField(help_text="Secret values appear only as the name of their environment variable.")
+    request_template = JsonValueField(help_text="JSON with {{query}}, {{id}}, {{metadata.x}}, ... placeholders.")
+    response_mapping = serializers.DictField(
+        child=serializers.CharField(), help_text="JMESPath per key: answer, contexts, retrieved_ids."
+    )
+    timeout_seconds = serializers.FloatField()
+    max_concurrency = serializers.IntegerField(help_text="Calls in flight at once, across all workers (0: no limit).")
+    requests_per_minute = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    api_url = serializers.SerializerMethodField(help_text="This target in the API.")
+    web_url = serializers.SerializerMethodField(help_text="The target page.")
+
+    def get_api_url(self, target: Any) -> str:
+        return absolute(self.context, reverse("api:target-detail", args=[target.pk]))
+
+    def get_web_url(self, target: Any) -> str:
+        return absolute(self.context, reverse("targets:detail", args=[target.pk]))
+
+
+class TargetInputSerializer(ConfigInputSerializer):
+    """Creating (name and url required) or changing (PATCH: any field but the name) a target.
+    The service validates the rest (URL, headers, template, mapping) and its errors name the field."""
+
+    editable_fields = TARGET_EDITABLE_FIELDS
+
+    name = serializers.CharField(max_length=100)
+    url = serializers.CharField(max_length=500)
+    method = serializers.ChoiceField(choices=Method.choices, required=False)
+    headers = TargetHeadersField(
+        required=False,
+        help_text='A secret header names its variable: {"Authorization": {"env": "RAG_TOKEN", "format": "Bearer {}"}}; '
+        "a literal value for Authorization or an API-key header is refused.",
+    )
+    request_template = JsonValueField(required=False, help_text='Default: {"query": "{{query}}"}.')
+    response_mapping = JsonObjectField(
+        required=False, help_text='JMESPath per key, e.g. {"answer": "answer", "contexts": "sources"}.'
+    )
+    timeout_seconds = serializers.FloatField(required=False, max_value=3600)
+    max_concurrency = serializers.IntegerField(required=False, min_value=0, max_value=100_000)
+    requests_per_minute = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=2**31 - 1)
+
+    def to_internal_value(self, data: Any) -> Any:
+        attrs = super().to_internal_value(data)
+        nul = [name for name in ("headers", "request_template", "response_mapping") if _has_nul(attrs.get(name))]
+        if nul:
+            raise serializers.ValidationError({name: ["must not contain a NUL character"] for name in nul})
+        return attrs
+
+
+class TargetCheckInputSerializer(serializers.Serializer):
+    query = serializers.CharField(
+        required=False, allow_blank=True, max_length=5000, help_text="Default: a question about the demo dataset."
+    )
+
+
+class TargetContextSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    text = serializers.CharField(allow_blank=True)
+    score = serializers.FloatField(required=False, allow_null=True)
+
+
+class TargetExtractedSerializer(serializers.Serializer):
+    answer = serializers.CharField(allow_blank=True)
+    contexts = TargetContextSerializer(many=True)
+    retrieved_ids = serializers.ListField(child=serializers.CharField(), help_text="In rank order.")
+
+
+CHECK_BODY_CHARS = 10_000
+
+
+class TargetCheckSerializer(serializers.Serializer):
+    """targets.check.CheckReport: what each mapping extracted, or the exact error."""
+
+    ok = serializers.BooleanField()
+    message = serializers.CharField(help_text="One line: the answer's latency and status, or the exact error.")
+    query = serializers.CharField()
+    http_status = serializers.IntegerField(allow_null=True)
+    latency_ms = serializers.IntegerField(allow_null=True)
+    failed_mapping = serializers.CharField(
+        help_text="The mapping key that found nothing or the wrong shape ('' if none)."
+    )
+    extracted = serializers.SerializerMethodField()
+    found = serializers.DictField(
+        child=serializers.CharField(), help_text="Each mapping expression's raw result, as JSON text."
+    )
+    body = serializers.SerializerMethodField(
+        help_text=f"The body the target sent (its first {CHECK_BODY_CHARS} characters)."
+    )
+    body_truncated = serializers.SerializerMethodField()
+    request = JsonObjectField(help_text="What was sent: method, URL, body; header names only, never a secret.")
+
+    @extend_schema_field(TargetExtractedSerializer(allow_null=True))
+    def get_extracted(self, report: Any) -> dict[str, Any] | None:
+        return TargetExtractedSerializer(report.extracted).data if report.ok else None
+
+    def get_body(self, report: Any) -> str:
+        return report.body[:CHECK_BODY_CHARS]
+
+    def get_body_truncated(self, report: Any) -> bool:
+        return len(report.body) > CHECK_BODY_CHARS
+
+
+class TargetSnapshotSerializer(serializers.Serializer):
+    """What the target returned for one item (stored once: later edits of the target do not change it)."""
+
+    status = serializers.ChoiceField(choices=SnapshotStatus.choices)
+    error = serializers.CharField(allow_blank=True)
+    answer = serializers.CharField(allow_blank=True)
+    contexts = TargetContextSerializer(many=True)
+    retrieved_ids = serializers.ListField(child=serializers.CharField(), help_text="In rank order.")
+    latency_ms = serializers.IntegerField(allow_null=True)
+    http_status = serializers.IntegerField(allow_null=True)
+    attempts = serializers.IntegerField()
+    request = JsonObjectField(help_text="What was sent: method, URL, body; header names only.")
+    raw_body = serializers.CharField(allow_blank=True, help_text="The body the target sent, as received.")
+    created_at = serializers.DateTimeField()
+
+
+class RunTargetSerializer(serializers.Serializer):
+    """A run's live target as the run called it (null: the dataset's stored answers were scored)."""
+
+    id = serializers.IntegerField(allow_null=True, help_text="null when the target was deleted since.")
+    name = serializers.CharField()
+    url = serializers.CharField()
+
+
+def run_target(run: Any) -> dict[str, Any] | None:
+    config = run.target_config or {}
+    if not config:
+        return None
+    return RunTargetSerializer({"id": run.target_id, "name": config.get("name", ""), "url": config.get("url", "")}).data
 
 
 # --- Human-calibrated scores (evaluations.audit_estimates) ---------------------------------------
@@ -284,6 +453,11 @@ class RunCreateSerializer(serializers.Serializer):
     metrics = serializers.ListField(child=serializers.CharField(), allow_empty=False)
     settings = JsonObjectField(required=False, help_text='Run settings, e.g. {"repeats": 3}.')
     name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    target = IdOrNameField(
+        required=False,
+        allow_null=True,
+        help_text="A live target's id or name: each item's answer and contexts come from calling it.",
+    )
     callback_url = serializers.CharField(
         required=False, max_length=2000, help_text="Receives one POST with the run's summary when it finishes."
     )
@@ -307,6 +481,15 @@ class RunCreateSerializer(serializers.Serializer):
             raise serializers.ValidationError({"judge": [f"unknown judge {attrs['judge']!r}"]})
         attrs["judge_config"] = judge
         del attrs["judge"]
+        if attrs.get("target") is not None:
+            from targets.selectors import target_get
+
+            target = target_get(attrs["target"])
+            if target is None:
+                raise serializers.ValidationError({"target": [f"unknown target {attrs['target']!r}"]})
+            attrs["target"] = target
+        else:
+            attrs.pop("target", None)
         return attrs
 
     def run_create_kwargs(self) -> dict[str, Any]:
@@ -338,6 +521,7 @@ class RunSerializer(serializers.Serializer):
     web_url = serializers.SerializerMethodField(help_text="The run page.")
     dataset = RunDatasetSerializer(source="*")
     judge = RunJudgeSerializer(source="*")
+    target = serializers.SerializerMethodField()
     metrics = serializers.ListField(child=serializers.CharField())
     items_total = serializers.IntegerField()
     items_done = serializers.IntegerField()
@@ -347,6 +531,10 @@ class RunSerializer(serializers.Serializer):
 
     def get_url(self, run: Any) -> str:
         return absolute(self.context, reverse("api:run-detail", args=[run.pk]))
+
+    @extend_schema_field(RunTargetSerializer(allow_null=True))
+    def get_target(self, run: Any) -> dict[str, Any] | None:
+        return run_target(run)
 
     def get_web_url(self, run: Any) -> str:
         return absolute(self.context, reverse("evaluations:run_detail", args=[run.pk]))
@@ -569,7 +757,10 @@ class ItemDetailSerializer(serializers.Serializer):
     reviewed_at = serializers.DateTimeField(source="item.reviewed_at", allow_null=True)
     reviewed_by = serializers.CharField(source="item.reviewed_by.username", allow_null=True, default=None)
     query = serializers.CharField(source="item.example.query")
-    response = serializers.CharField(source="item.example.response")
+    response = serializers.SerializerMethodField(
+        help_text="The answer scored: the live target's (its snapshot; '' until it answers) when the run has one, "
+        "else the dataset's."
+    )
     reference_answer = serializers.CharField(source="item.example.reference_answer")
     tags = serializers.ListField(source="item.example.tags", child=serializers.CharField())
     contexts = ItemContextSerializer(many=True)
@@ -577,6 +768,17 @@ class ItemDetailSerializer(serializers.Serializer):
     claims = ClaimSerializer(many=True)
     citation_audit = serializers.SerializerMethodField()
     judge_calls = JudgeCallSerializer(many=True)
+    target = TargetSnapshotSerializer(
+        source="target_snapshot",
+        allow_null=True,
+        help_text="What the run's live target returned for this item (null: the run scored stored answers, "
+        "or the target was not called yet).",
+    )
+
+    def get_response(self, review: Any) -> str:
+        if not review.item.run.target_config:
+            return review.item.example.response
+        return review.target_snapshot.answer if review.target_snapshot is not None else ""
 
     @extend_schema_field(MetricResultSerializer(many=True))
     def get_results(self, review: Any) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import path, re_path
 
 from api.errors import api_not_found
-from api.views import compare, datasets, items, judges, runs
+from api.views import compare, datasets, items, judges, runs, targets
 from api.views.base import RedocView, SchemaView, SwaggerView
 
 app_name = "api"
@@ -30,6 +30,9 @@ urlpatterns = [
     path("judges/agreement/", api(judges.AgreementView), name="judge-agreement"),
     path("judges/<int:pk>/", api(judges.JudgeDetailView), name="judge-detail"),
     path("judges/<int:pk>/check/", api(judges.JudgeCheckView), name="judge-check"),
+    path("targets/", api(targets.TargetListView), name="target-list"),
+    path("targets/<int:pk>/", api(targets.TargetDetailView), name="target-detail"),
+    path("targets/<int:pk>/check/", api(targets.TargetCheckView), name="target-check"),
     path("runs/", api(runs.RunListView), name="run-list"),
     path("runs/<int:run_id>/", api(runs.RunDetailView), name="run-detail"),
     path("runs/<int:run_id>/cancel/", api(runs.RunCancelView), name="run-cancel"),

@@ -62,8 +62,9 @@ def judge_config_list_with_spend() -> QuerySet[JudgeConfig]:
 
 
 def judge_calls_for_item(*, run_item_id: int) -> QuerySet[JudgeCall]:
-    """The calls logged for one run item's evaluation, in the order they were made."""
-    return JudgeCall.objects.filter(run_item_id=run_item_id).order_by("created_at", "id")
+    """The calls logged for one run item's evaluation, in the order they were made, with their judge config
+    (the item page and the API name each call's judge: one query, not one per call)."""
+    return JudgeCall.objects.filter(run_item_id=run_item_id).select_related("config").order_by("created_at", "id")
 
 
 def judge_spend_since(*, since: datetime) -> list[dict]:

@@ -5,8 +5,9 @@
 #   EVALSITE_URL=https://evalsite.example.com EVALSITE_TOKEN=es_... scripts/ci-gate.sh \
 #       --file answers.jsonl --dataset my-rag --judge offline --metrics faithfulness,rubric \
 #       --fail-under faithfulness=0.8,overall=0.7 [--key "$CI_PIPELINE_ID"] [--timeout 1800] \
-#       [--settings '{"repeats": 1}'] [--name "nightly"] [--allow-errors]
+#       [--settings '{"repeats": 1}'] [--name "nightly"] [--target my-rag-staging] [--allow-errors]
 #
+# --target names a live target (id or name): each question is asked to it and its answers are scored.
 # --key is the run's Idempotency-Key: a retried job with the same key follows the same run instead of
 # starting another (default: the CI's pipeline/run id when one is set, else a hash of the inputs).
 # Exit status (as `manage.py evaluate --fail-under`): 0 every bar passed; 1 a bar failed;
@@ -17,7 +18,7 @@ set -euo pipefail
 usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 fail() { echo "ci-gate: $*" >&2; exit 2; }
 
-file="" dataset="" judge="" metrics="" fail_under="" key="" timeout=1800 settings="{}" name="" allow_errors=""
+file="" dataset="" judge="" metrics="" fail_under="" key="" timeout=1800 settings="{}" name="" target="" allow_errors=""
 poll="${EVALSITE_POLL_SECONDS:-5}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout="$2"; shift 2 ;;
     --settings) settings="$2"; shift 2 ;;
     --name) name="$2"; shift 2 ;;
+    --target) target="$2"; shift 2 ;;
     --allow-errors) allow_errors=1; shift ;;
     -h|--help) usage ;;
     *) echo "ci-gate: unknown argument $1" >&2; usage ;;
@@ -65,12 +67,12 @@ echo "dataset $dataset version $version ($(json "$work/upload.json" 'd["version"
 if [ -z "$key" ]; then
   key="${CI_PIPELINE_ID:-${GITHUB_RUN_ID:-${BUILD_ID:-}}}"
   if [ -z "$key" ]; then
-    key="ci-gate-$( (cat "$file"; echo "$dataset $judge $metrics $settings $name") | python3 -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:32])')"
+    key="ci-gate-$( (cat "$file"; echo "$dataset $judge $metrics $settings $name $target") | python3 -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest()[:32])')"
   fi
 fi
-python3 - "$dataset" "$version" "$judge" "$metrics" "$settings" "$name" > "$work/run-request.json" <<'PY'
+python3 - "$dataset" "$version" "$judge" "$metrics" "$settings" "$name" "$target" > "$work/run-request.json" <<'PY'
 import json, sys
-dataset, version, judge, metrics, settings, name = sys.argv[1:]
+dataset, version, judge, metrics, settings, name, target = sys.argv[1:]
 try:
     settings = json.loads(settings)
 except json.JSONDecodeError as exc:
@@ -79,6 +81,8 @@ body = {"dataset": dataset, "version": int(version), "judge": judge,
         "metrics": [m.strip() for m in metrics.split(",") if m.strip()], "settings": settings}
 if name:
     body["name"] = name
+if target:
+    body["target"] = target
 print(json.dumps(body))
 PY
 status=$(call run -H "Content-Type: application/json" -H "Idempotency-Key: $key" \

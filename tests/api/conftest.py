@@ -20,6 +20,9 @@ from judges.services import judge_config_create
 from tests.evaluations.conftest import celery_worker, fake_llm, make_dataset, make_fake_judge  # noqa: F401
 from tests.evaluations.helpers import example
 
+# The demo RAG server and targets pointing at it (tests/api/test_targets.py), as the targets tests have them.
+from tests.targets.conftest import demo_rag, make_target  # noqa: F401
+
 
 def client_for(user: Any) -> APIClient:
     client = APIClient()

@@ -19,6 +19,7 @@ from schemathesis.specs.openapi.checks import (
 
 from api.services import token_create
 from bench.seed_review import seed_finished_run
+from targets.services import target_create
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 MAX_EXAMPLES = 12  # per operation: ~25 operations in well under a minute on a loaded 2-core box
@@ -29,6 +30,10 @@ pytestmark = pytest.mark.slow
 def test_the_api_honours_its_schema(live_server, transactional_db, make_user) -> None:
     # Something real to find: a finished run with claims, its dataset and judge, and an admin (every write allowed).
     seed_finished_run(items=3, claims=2, name="fuzz")
+    # a target to read, change and check (nothing listens on the discard port: a check fails fast)
+    target_create(
+        name="fuzz-rag", url="http://127.0.0.1:9/query", response_mapping={"answer": "answer"}, timeout_seconds=1
+    )
     auth = {"Authorization": f"Token {token_create(user=make_user('fuzzer', role='admin')).key}"}
     schema = schemathesis.openapi.from_url(f"{live_server.url}/api/schema/?format=json", headers=auth)
     failures: list[str] = []
