@@ -42,6 +42,7 @@ worker:
 	$(PY) scripts/worker.py --loglevel INFO
 
 bench: install
+	DATABASE_URL=$(DATABASE_URL) $(PY) bench/prepare_db.py
 	DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL) CELERY_BROKER_URL=$(REDIS_URL) \
 		$(PY) bench/throughput.py --mode worker
 	$(PY) bench/offline_wice.py
