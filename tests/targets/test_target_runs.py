@@ -5,10 +5,12 @@ from __future__ import annotations
 import io
 import json
 import socket
+from datetime import timedelta
 
 import pytest
 from django.core import serializers
 from django.core.management import CommandError, call_command
+from django.utils import timezone
 
 from datasets.services import dataset_import
 from evaluations.models import ItemStatus, MetricResult, Run, RunItem, RunStatus
@@ -169,19 +171,22 @@ def test_rerun_failed_asks_the_target_again(demo_rag, make_target, make_dataset,
 def test_a_worker_killed_mid_run_does_not_call_the_target_again_for_snapshotted_items(
     demo_rag, make_target, make_dataset, fake_llm, make_fake_judge, celery_worker, tmp_path
 ):
-    # given items that spend ~1.5 s in the judge after their (fast) target call, on a worker
+    # given items that spend ~4 s in the judge after their (fast) target call, on a worker
     server = demo_rag("--latency-ms", "20")
     target = make_target(server.url, max_concurrency=4)
-    judge = make_fake_judge(fake_llm("--script", script_file(tmp_path / "s.jsonl"), latency_ms=1500), max_concurrency=4)
+    judge = make_fake_judge(fake_llm("--script", script_file(tmp_path / "s.jsonl"), latency_ms=4000), max_concurrency=4)
     first = celery_worker(concurrency=4)
     run = runs.run_create(dataset_version=make_dataset(16), judge_config=judge, metrics=["relevancy"], target=target)
     wait_until(lambda: Run.objects.get(pk=run.pk).items_done >= 2, timeout=60, message="a few items done")
 
-    def snapshotted_running() -> set[int]:
-        running = RunItem.objects.filter(run=run, status=ItemStatus.RUNNING)
-        return set(running.filter(target_snapshot__isnull=False).values_list("id", flat=True))
+    def snapshotted_running(since: float | None = None) -> set[int]:
+        running = RunItem.objects.filter(run=run, status=ItemStatus.RUNNING, target_snapshot__isnull=False)
+        if since is not None:  # snapshotted less than `since` seconds ago: seconds of judge time left
+            running = running.filter(target_snapshot__created_at__gte=timezone.now() - timedelta(seconds=since))
+        return set(running.values_list("id", flat=True))
 
-    wait_until(lambda: bool(snapshotted_running()), message="an item with its snapshot, still in the judge")
+    # (an item snapshotted a moment ago, so it is still in the judge when the kill lands, even on a loaded machine)
+    wait_until(lambda: bool(snapshotted_running(since=1.5)), message="an item with its snapshot, still in the judge")
 
     # when the worker is killed by SIGKILL and another one takes over
     first.kill()
@@ -189,7 +194,7 @@ def test_a_worker_killed_mid_run_does_not_call_the_target_again_for_snapshotted_
     assert held, list(RunItem.objects.filter(run=run).values_list("status", "target_snapshot__status"))
     before = {s.item_id: (s.pk, s.created_at, s.answer) for s in TargetSnapshot.objects.filter(item_id__in=held)}
     celery_worker(concurrency=4)
-    run = wait_for_run(run, timeout=90)
+    run = wait_for_run(run, timeout=150)
 
     # then the run completes, the killed items ran again, but reused their snapshots
     assert run.status == RunStatus.COMPLETED, run.error
