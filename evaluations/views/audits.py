@@ -20,6 +20,7 @@ from evaluations.audit_estimates import CALIBRATED, MIN_AUDITED, run_calibration
 from evaluations.forms import AuditStartForm
 from evaluations.models import Run
 from evaluations.services import audits as services
+from evaluations.templatetags.run_format import percent, score
 
 QUEUE_PER_PAGE = 50
 
@@ -112,7 +113,7 @@ def calibration_rows(calibration: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     rows = []
     for figure in calibration["estimates"].values():
-        show = _percent if figure["kind"] == "pass_rate" else _score
+        show = percent if figure["kind"] == "pass_rate" else score
         calibrated, human = figure["calibrated"], figure["human"]
         rows.append(
             {
@@ -129,14 +130,6 @@ def calibration_rows(calibration: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def _score(value: float) -> str:
-    return f"{value:.2f}"
-
-
-def _percent(value: float) -> str:
-    return f"{100 * value:.0f}%"
 
 
 def _signed(value: float, *, percent: bool) -> str:
