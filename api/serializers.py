@@ -757,7 +757,7 @@ class ItemDetailSerializer(serializers.Serializer):
     reviewed_at = serializers.DateTimeField(source="item.reviewed_at", allow_null=True)
     reviewed_by = serializers.CharField(source="item.reviewed_by.username", allow_null=True, default=None)
     query = serializers.CharField(source="item.example.query")
-    response = serializers.SerializerMethodField(
+    response = serializers.CharField(
         help_text="The answer scored: the live target's (its snapshot; '' until it answers) when the run has one, "
         "else the dataset's."
     )
@@ -774,11 +774,6 @@ class ItemDetailSerializer(serializers.Serializer):
         help_text="What the run's live target returned for this item (null: the run scored stored answers, "
         "or the target was not called yet).",
     )
-
-    def get_response(self, review: Any) -> str:
-        if not review.item.run.target_config:
-            return review.item.example.response
-        return review.target_snapshot.answer if review.target_snapshot is not None else ""
 
     @extend_schema_field(MetricResultSerializer(many=True))
     def get_results(self, review: Any) -> list[dict[str, Any]]:

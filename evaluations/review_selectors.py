@@ -160,6 +160,7 @@ class ItemReview:
     item: RunItem
     results: dict[str, MetricResult]
     claims: list[Claim]
+    response: str  # the answer that was scored: the dataset's, or the live target's ("" when it did not answer)
     sentences: list[AnswerSentence]
     unplaced_claims: list[Claim]  # claims that match no sentence of the answer
     audit: CitationAudit
@@ -237,6 +238,7 @@ def item_review(item: RunItem) -> ItemReview:
         item=item,
         results=item_results(item.pk),
         claims=claims,
+        response=item_input.response,
         sentences=sentences,
         unplaced_claims=unplaced,
         audit=audit,
